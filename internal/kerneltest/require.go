@@ -1,0 +1,71 @@
+package kerneltest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Feature is one thing a kernel test needs from the machine. Probe reports nil when the
+// feature is present, or an error saying what is missing.
+type Feature struct {
+	Name  string
+	Probe func() error
+}
+
+// RequireEnv is the environment variable that turns a missing feature into a failure.
+const RequireEnv = "PLINTH_REQUIRE_KERNEL"
+
+var (
+	// Root needs uid 0: kernel tests create namespaces, cgroups and BPF objects.
+	Root = Feature{Name: "root", Probe: func() error {
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("running as uid %d, not root", os.Geteuid())
+		}
+		return nil
+	}}
+	// NetNS needs network namespaces (CONFIG_NET_NS).
+	NetNS = Feature{Name: "netns", Probe: func() error { return statAll("/proc/self/ns/net") }}
+	// PSI needs pressure stall information enabled (present and not disabled at boot).
+	PSI = Feature{Name: "psi", Probe: func() error {
+		_, err := os.ReadFile("/proc/pressure/memory")
+		if err != nil {
+			return fmt.Errorf("PSI unavailable (kernel without CONFIG_PSI, or booted without psi=1): %w", err)
+		}
+		return nil
+	}}
+	// BTF needs kernel type information for CO-RE.
+	BTF = Feature{Name: "btf", Probe: func() error { return statAll("/sys/kernel/btf/vmlinux") }}
+)
+
+func statAll(paths ...string) error {
+	var errs []error
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Require checks every feature and, when one is missing, skips the test naming it, or
+// fails the test when PLINTH_REQUIRE_KERNEL=1.
+func Require(t testing.TB, features ...Feature) {
+	t.Helper()
+	var missing []string
+	for _, f := range features {
+		if err := f.Probe(); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%v)", f.Name, err))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := "kernel test needs: " + strings.Join(missing, "; ")
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s; %s=1 forbids skipping", msg, RequireEnv)
+	}
+	t.Skip(msg)
+}
