@@ -1,0 +1,148 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/plinth/plinth/control/storage"
+)
+
+// Field validation directives, as the fieldValidation query parameter names them.
+const (
+	fieldValidationStrict = "Strict"
+	fieldValidationWarn   = "Warn"
+	fieldValidationIgnore = "Ignore"
+)
+
+// decodeObject reads a request body into a new typed object of the resource. Unknown and
+// duplicate fields fail under Strict, become warnings under Warn, and are dropped under
+// Ignore.
+func decodeObject(r *Resource, body []byte, validation string) (runtime.Object, []string, error) {
+	obj := r.New()
+	strict, err := sigsjson.UnmarshalStrict(body, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s: %v", r.Kind, err))
+	}
+	var warnings []string
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		switch validation {
+		case fieldValidationStrict:
+			return nil, nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+		case fieldValidationWarn:
+			warnings = msgs
+		}
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	want := r.GroupVersionKind()
+	if (gvk.Kind != "" && gvk.Kind != want.Kind) || (gvk.Version != "" && gvk.GroupVersion() != want.GroupVersion()) {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s, not a %s", gvk, want))
+	}
+	return obj, warnings, nil
+}
+
+// fromStorage decodes a stored object and stamps its resourceVersion from etcd.
+func fromStorage(r *Resource, kv storage.KV) (runtime.Object, error) {
+	obj := r.New()
+	if err := json.Unmarshal(kv.Value, obj); err != nil {
+		return nil, fmt.Errorf("stored %s at %s is corrupt: %w", r.Kind, kv.Key, err)
+	}
+	setResourceVersion(obj, kv.Revision)
+	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+	return obj, nil
+}
+
+// toStorage encodes an object for etcd. The resourceVersion is not stored: the key's
+// mod revision is the resourceVersion.
+func toStorage(r *Resource, obj runtime.Object) ([]byte, error) {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := accessor.GetResourceVersion()
+	accessor.SetResourceVersion("")
+	defer accessor.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+	return json.Marshal(obj)
+}
+
+func setResourceVersion(obj runtime.Object, rev int64) {
+	if accessor, err := meta.Accessor(obj); err == nil {
+		accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
+	}
+}
+
+// parseResourceVersion reads a resourceVersion; "" and "0" are 0.
+func parseResourceVersion(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q is not a non-negative integer", rv))
+	}
+	return n, nil
+}
+
+// listObject is the generic XxxList: items are already-encoded objects.
+type listObject struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ListMeta   `json:"metadata"`
+	Items           []json.RawMessage `json:"items"`
+}
+
+// specChanged reports whether anything but metadata and status differs, which is what
+// bumps metadata.generation.
+func specChanged(a, b runtime.Object) (bool, error) {
+	ma, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
+	if err != nil {
+		return false, err
+	}
+	mb, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range []map[string]any{ma, mb} {
+		delete(m, "metadata")
+		delete(m, "status")
+		delete(m, "apiVersion")
+		delete(m, "kind")
+	}
+	ja, _ := json.Marshal(ma)
+	jb, _ := json.Marshal(mb)
+	return string(ja) != string(jb), nil
+}
+
+// withStatusOf returns a copy of obj whose status is taken from src, through the
+// unstructured form so it works for every kind.
+func withStatusOf(r *Resource, obj, src runtime.Object) (runtime.Object, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	s, err := runtime.DefaultUnstructuredConverter.ToUnstructured(src)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := s["status"]; ok {
+		m["status"] = st
+	} else {
+		delete(m, "status")
+	}
+	out := r.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

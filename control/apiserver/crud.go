@@ -1,0 +1,497 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plinth/plinth/control/storage"
+)
+
+// maxConflictRetries bounds retries of unconditional writes that race other writers.
+const maxConflictRetries = 8
+
+func (s *Server) groupResource(r *Resource) (gr schemaGR) {
+	return schemaGroupResource(r.GroupVersion.Group, r.Plural)
+}
+
+func (s *Server) get(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	obj, _, err := s.read(req.Context(), r, info)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if wantsTable(req) {
+		t, err := buildTable(r, []runtime.Object{obj}, s.cfg.Clock.Now(), req.URL.Query().Get("includeObject"), metav1.ListMeta{})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, t)
+		return
+	}
+	writeObject(w, http.StatusOK, r, obj)
+}
+
+// read fetches the stored object a request names.
+func (s *Server) read(ctx context.Context, r *Resource, info requestInfo) (runtime.Object, storage.KV, error) {
+	kv, err := s.cfg.Store.Get(ctx, r.key(info.namespace, info.name))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, kv, apierrors.NewNotFound(s.groupResource(r), info.name)
+	}
+	if err != nil {
+		return nil, kv, apierrors.NewInternalError(err)
+	}
+	obj, err := fromStorage(r, kv)
+	if err != nil {
+		return nil, kv, apierrors.NewInternalError(err)
+	}
+	return obj, kv, nil
+}
+
+func (s *Server) readBody(w http.ResponseWriter, req *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", s.cfg.MaxBodyBytes))
+		}
+		return nil, apierrors.NewBadRequest("reading body: " + err.Error())
+	}
+	return body, nil
+}
+
+// writeOptions are the query parameters every write takes.
+type writeOptions struct {
+	dryRun          bool
+	fieldValidation string
+}
+
+func parseWriteOptions(req *http.Request) (writeOptions, error) {
+	q := req.URL.Query()
+	var o writeOptions
+	for _, d := range q["dryRun"] {
+		if d != "All" {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("dryRun %q is not supported: the only value is All", d))
+		}
+		o.dryRun = true
+	}
+	o.fieldValidation = q.Get("fieldValidation")
+	switch o.fieldValidation {
+	case "":
+		o.fieldValidation = fieldValidationWarn
+	case fieldValidationStrict, fieldValidationWarn, fieldValidationIgnore:
+	default:
+		return o, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation %q is not one of Strict, Warn, Ignore", o.fieldValidation))
+	}
+	return o, nil
+}
+
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+}
+
+func (s *Server) create(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	if info.subresource != "" {
+		writeError(w, apierrors.NewMethodNotSupported(s.groupResource(r), "create"))
+		return
+	}
+	if r.Namespaced && info.namespace == "" {
+		writeError(w, apierrors.NewBadRequest("a namespaced object is created under /namespaces/NAMESPACE/"))
+		return
+	}
+	opts, err := parseWriteOptions(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	body, err := s.readBody(w, req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	obj, warnings, err := decodeObject(r, body, opts.fieldValidation)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	addWarnings(w, warnings)
+	created, err := s.createObject(req.Context(), r, info.namespace, obj, opts.dryRun)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeObject(w, http.StatusCreated, r, created)
+}
+
+// createObject fills in server-owned metadata, defaults, validates and stores obj.
+func (s *Server) createObject(ctx context.Context, r *Resource, namespace string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if r.Namespaced {
+		if ns := acc.GetNamespace(); ns != "" && ns != namespace {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", ns, namespace))
+		}
+		acc.SetNamespace(namespace)
+	} else {
+		acc.SetNamespace("")
+	}
+	if acc.GetName() == "" && acc.GetGenerateName() != "" {
+		acc.SetName(acc.GetGenerateName() + rand.String(5))
+	}
+	acc.SetUID(uuid.NewUUID())
+	acc.SetCreationTimestamp(metav1.NewTime(s.cfg.Clock.Now().Truncate(1e9)))
+	acc.SetGeneration(1)
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	if r.Default != nil {
+		r.Default(obj)
+	}
+	if errs := s.validateCreate(r, obj, acc); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), acc.GetName(), errs)
+	}
+	if dryRun {
+		return obj, nil
+	}
+	data, err := toStorage(r, obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	rev, err := s.cfg.Store.Create(ctx, r.key(acc.GetNamespace(), acc.GetName()), data)
+	if errors.Is(err, storage.ErrExists) {
+		return nil, apierrors.NewAlreadyExists(s.groupResource(r), acc.GetName())
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	setResourceVersion(obj, rev)
+	return obj, nil
+}
+
+func (s *Server) validateCreate(r *Resource, obj runtime.Object, acc metav1.Object) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessor(acc, r.Namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	if r.Validate != nil {
+		errs = append(errs, r.Validate(obj)...)
+	}
+	return errs
+}
+
+func (s *Server) update(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	opts, err := parseWriteOptions(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	body, err := s.readBody(w, req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	obj, warnings, err := decodeObject(r, body, opts.fieldValidation)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	addWarnings(w, warnings)
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	if err := checkIdentity(r, info, acc); err != nil {
+		writeError(w, err)
+		return
+	}
+	out, created, err := s.guaranteedUpdate(req.Context(), r, info, opts.dryRun, func(old runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	writeObject(w, code, r, out)
+}
+
+// checkIdentity refuses a body whose name or namespace disagrees with the URL, and fills
+// them in when the body leaves them empty.
+func checkIdentity(r *Resource, info requestInfo, acc metav1.Object) error {
+	if acc.GetName() == "" {
+		acc.SetName(info.name)
+	}
+	if acc.GetName() != info.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), info.name))
+	}
+	if r.Namespaced {
+		if acc.GetNamespace() == "" {
+			acc.SetNamespace(info.namespace)
+		}
+		if acc.GetNamespace() != info.namespace {
+			return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the URL (%s)", acc.GetNamespace(), info.namespace))
+		}
+	}
+	return nil
+}
+
+// mutateFunc produces the desired object from the stored one. It runs again when a
+// concurrent writer wins the race, unless the result carries a resourceVersion, which
+// then must match the stored one (optimistic concurrency).
+type mutateFunc func(old runtime.Object) (runtime.Object, error)
+
+// guaranteedUpdate reads, mutates, validates and writes with a compare-and-swap on the
+// etcd revision. created is true when the object did not exist and the resource allows
+// create on update.
+func (s *Server) guaranteedUpdate(ctx context.Context, r *Resource, info requestInfo, dryRun bool, mutate mutateFunc) (runtime.Object, bool, error) {
+	gr := s.groupResource(r)
+	for attempt := 0; ; attempt++ {
+		old, kv, err := s.read(ctx, r, info)
+		if apierrors.IsNotFound(err) && r.AllowCreateOnUpdate && info.subresource == "" {
+			obj, err := mutate(nil)
+			if err != nil {
+				return nil, false, err
+			}
+			created, err := s.createObject(ctx, r, info.namespace, obj, dryRun)
+			return created, err == nil, err
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		obj, err := mutate(old.DeepCopyObject())
+		if err != nil {
+			return nil, false, err
+		}
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, false, apierrors.NewInternalError(err)
+		}
+		conditional := acc.GetResourceVersion() != ""
+		if conditional && acc.GetResourceVersion() != strconv.FormatInt(kv.Revision, 10) {
+			return nil, false, conflict(gr, info.name)
+		}
+		obj, err = s.prepareUpdate(r, info, obj, old)
+		if err != nil {
+			return nil, false, err
+		}
+		if dryRun {
+			return obj, false, nil
+		}
+		out, err := s.writeUpdate(ctx, r, info, obj, kv.Revision)
+		if errors.Is(err, storage.ErrConflict) {
+			if conditional || attempt >= maxConflictRetries {
+				return nil, false, conflict(gr, info.name)
+			}
+			continue
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, false, apierrors.NewNotFound(gr, info.name)
+		}
+		return out, false, err
+	}
+}
+
+func conflict(gr schemaGR, name string) error {
+	return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+// prepareUpdate keeps what a client may not change through this endpoint, bumps the
+// generation when the spec changed, defaults and validates.
+func (s *Server) prepareUpdate(r *Resource, info requestInfo, obj, old runtime.Object) (runtime.Object, error) {
+	var err error
+	switch {
+	case info.subresource == "status":
+		// Only status changes through /status; everything else stays as stored.
+		obj, err = withStatusOf(r, old, obj)
+	case r.HasStatus:
+		// Status changes only through /status.
+		obj, err = withStatusOf(r, obj, old)
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	acc, _ := meta.Accessor(obj)
+	oldAcc, _ := meta.Accessor(old)
+	acc.SetUID(oldAcc.GetUID())
+	acc.SetCreationTimestamp(oldAcc.GetCreationTimestamp())
+	acc.SetDeletionTimestamp(oldAcc.GetDeletionTimestamp())
+	acc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
+	acc.SetNamespace(oldAcc.GetNamespace())
+	acc.SetGeneration(oldAcc.GetGeneration())
+	if info.subresource == "" {
+		changed, err := specChanged(obj, old)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if changed {
+			acc.SetGeneration(oldAcc.GetGeneration() + 1)
+		}
+	}
+	if r.Default != nil {
+		r.Default(obj)
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))
+	errs = append(errs, s.validateCreate(r, obj, acc)...)
+	if r.ValidateUpdate != nil {
+		errs = append(errs, r.ValidateUpdate(obj, old)...)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), acc.GetName(), errs)
+	}
+	return obj, nil
+}
+
+// writeUpdate stores obj if the stored revision is still expect. An object being deleted
+// whose last finalizer was just removed is deleted instead.
+func (s *Server) writeUpdate(ctx context.Context, r *Resource, info requestInfo, obj runtime.Object, expect int64) (runtime.Object, error) {
+	acc, _ := meta.Accessor(obj)
+	key := r.key(info.namespace, info.name)
+	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 {
+		rev, err := s.cfg.Store.Delete(ctx, key, expect)
+		if err != nil {
+			return nil, err
+		}
+		setResourceVersion(obj, rev)
+		return obj, nil
+	}
+	data, err := toStorage(r, obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	rev, _, err := s.cfg.Store.Update(ctx, key, data, expect)
+	if err != nil {
+		return nil, err
+	}
+	setResourceVersion(obj, rev)
+	return obj, nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	if info.subresource != "" {
+		writeError(w, apierrors.NewMethodNotSupported(s.groupResource(r), "delete"))
+		return
+	}
+	opts, err := parseDeleteOptions(w, req, s)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	gr := s.groupResource(r)
+	for attempt := 0; ; attempt++ {
+		obj, kv, err := s.read(req.Context(), r, info)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		acc, _ := meta.Accessor(obj)
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != acc.GetUID() {
+				writeError(w, apierrors.NewConflict(gr, info.name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, acc.GetUID())))
+				return
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+				writeError(w, apierrors.NewConflict(gr, info.name, fmt.Errorf("precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, acc.GetResourceVersion())))
+				return
+			}
+		}
+		if len(opts.DryRun) > 0 {
+			writeObject(w, http.StatusOK, r, obj)
+			return
+		}
+		if len(acc.GetFinalizers()) > 0 {
+			// Finalizers hold the object: mark it deleted and let their owners finish.
+			if acc.GetDeletionTimestamp() == nil {
+				now := metav1.NewTime(s.cfg.Clock.Now().Truncate(1e9))
+				acc.SetDeletionTimestamp(&now)
+				zero := int64(0)
+				acc.SetDeletionGracePeriodSeconds(&zero)
+				out, err := s.writeUpdate(req.Context(), r, info, obj, kv.Revision)
+				if errors.Is(err, storage.ErrConflict) && attempt < maxConflictRetries {
+					continue
+				}
+				if err != nil {
+					writeError(w, storageError(gr, info.name, err))
+					return
+				}
+				obj = out
+			}
+			writeObject(w, http.StatusOK, r, obj)
+			return
+		}
+		rev, err := s.cfg.Store.Delete(req.Context(), r.key(info.namespace, info.name), kv.Revision)
+		if errors.Is(err, storage.ErrConflict) && attempt < maxConflictRetries {
+			continue
+		}
+		if err != nil {
+			writeError(w, storageError(gr, info.name, err))
+			return
+		}
+		setResourceVersion(obj, rev)
+		writeObject(w, http.StatusOK, r, obj)
+		return
+	}
+}
+
+func storageError(gr schemaGR, name string, err error) error {
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return conflict(gr, name)
+	}
+	return err
+}
+
+// parseDeleteOptions reads DeleteOptions from the body, if any, and the query.
+func parseDeleteOptions(w http.ResponseWriter, req *http.Request, s *Server) (metav1.DeleteOptions, error) {
+	var opts metav1.DeleteOptions
+	body, err := s.readBody(w, req)
+	if err != nil {
+		return opts, err
+	}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			return opts, apierrors.NewBadRequest("decoding DeleteOptions: " + err.Error())
+		}
+	}
+	q := req.URL.Query()
+	if v := q["dryRun"]; len(v) > 0 {
+		opts.DryRun = v
+	}
+	for _, d := range opts.DryRun {
+		if d != "All" {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("dryRun %q is not supported: the only value is All", d))
+		}
+	}
+	if v := q.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds %q is not an integer", v))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	return opts, nil
+}

@@ -1,0 +1,215 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/control/storage"
+)
+
+// Config wires a Server.
+type Config struct {
+	Store    *storage.Store
+	Registry *Registry
+	Clock    clock.PassiveClock
+	Logger   *slog.Logger
+	// Metrics receives the request metrics; nil means none are exported.
+	Metrics prometheus.Registerer
+	// Version is what /version reports.
+	Version version.Info
+	// BookmarkInterval is how often a watch that allows bookmarks gets one.
+	BookmarkInterval time.Duration
+	// MaxBodyBytes caps request bodies; 0 means 3 MiB, as kube-apiserver.
+	MaxBodyBytes int64
+}
+
+// Server is the HTTP handler of the API.
+type Server struct {
+	cfg     Config
+	metrics *requestMetrics
+}
+
+// New checks the configuration and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Registry == nil {
+		return nil, errors.New("apiserver: Store and Registry are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = time.Minute
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 3 << 20
+	}
+	m, err := newRequestMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, metrics: m}, nil
+}
+
+// ServeHTTP routes a request to discovery or to a resource.
+func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	start := s.cfg.Clock.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	verb, resource := s.serve(rec, req)
+	s.metrics.observe(verb, resource, rec.code, s.cfg.Clock.Since(start))
+	s.cfg.Logger.Debug("request", "user", userFrom(req.Context()).Name, "method", req.Method,
+		"uri", req.URL.RequestURI(), "code", rec.code, "duration", s.cfg.Clock.Since(start))
+}
+
+// serve handles the request and returns the verb and resource for metrics.
+func (s *Server) serve(w http.ResponseWriter, req *http.Request) (verb, resource string) {
+	path := req.URL.Path
+	switch {
+	case path == "/version" || path == "/version/":
+		writeJSON(w, http.StatusOK, s.cfg.Version)
+		return "get", "version"
+	case path == "/healthz" || path == "/livez" || path == "/readyz":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("ok"))
+		return "get", strings.TrimPrefix(path, "/")
+	}
+	if s.serveDiscovery(w, req) {
+		return "get", "discovery"
+	}
+	info, ok := parseResourcePath(path)
+	if !ok {
+		writeError(w, apierrors.NewNotFound(schemaGroupResource("", ""), ""))
+		return "unknown", ""
+	}
+	r, ok := s.cfg.Registry.Lookup(info.gv, info.plural)
+	if !ok {
+		writeError(w, notFoundPath(path))
+		return "unknown", ""
+	}
+	if err := checkScope(r, info); err != nil {
+		writeError(w, err)
+		return "unknown", r.Plural
+	}
+	verb = s.dispatch(w, req, r, info)
+	return verb, r.Plural
+}
+
+func (s *Server) dispatch(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) string {
+	q := req.URL.Query()
+	switch {
+	case req.Method == http.MethodGet && info.name == "" && isTrue(q.Get("watch")):
+		s.watch(w, req, r, info)
+		return "watch"
+	case req.Method == http.MethodGet && info.name == "":
+		s.list(w, req, r, info)
+		return "list"
+	case req.Method == http.MethodGet:
+		s.get(w, req, r, info)
+		return "get"
+	case req.Method == http.MethodPost && info.name == "":
+		s.create(w, req, r, info)
+		return "create"
+	case req.Method == http.MethodPut && info.name != "":
+		s.update(w, req, r, info)
+		return "update"
+	case req.Method == http.MethodPatch && info.name != "":
+		s.patch(w, req, r, info)
+		return "patch"
+	case req.Method == http.MethodDelete && info.name != "":
+		s.delete(w, req, r, info)
+		return "delete"
+	}
+	writeError(w, apierrors.NewMethodNotSupported(schemaGroupResource(r.GroupVersion.Group, r.Plural), strings.ToLower(req.Method)))
+	return "unknown"
+}
+
+// checkScope refuses URLs whose namespace or subresource do not fit the resource.
+func checkScope(r *Resource, info requestInfo) error {
+	gr := schemaGroupResource(r.GroupVersion.Group, r.Plural)
+	if !r.Namespaced && info.namespace != "" {
+		return apierrors.NewNotFound(gr, info.name)
+	}
+	if info.subresource != "" && !(info.subresource == "status" && r.HasStatus) {
+		return apierrors.NewNotFound(gr, info.name+"/"+info.subresource)
+	}
+	if info.subresource != "" && info.name == "" {
+		return apierrors.NewNotFound(gr, "")
+	}
+	return nil
+}
+
+func notFoundPath(path string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+		Message: fmt.Sprintf("the server could not find the requested resource (%s)", path),
+	}}
+}
+
+func isTrue(v string) bool { return v == "true" || v == "1" }
+
+// writeJSON writes one JSON response.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// writeObject writes an object, stamping its apiVersion and kind.
+func writeObject(w http.ResponseWriter, code int, r *Resource, obj runtime.Object) {
+	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+	writeJSON(w, code, obj)
+}
+
+// writeError writes err as a metav1.Status; errors that are not API statuses are 500s.
+func writeError(w http.ResponseWriter, err error) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		status = apierrors.NewInternalError(err)
+	}
+	st := status.Status()
+	st.Kind, st.APIVersion = "Status", "v1"
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	writeJSON(w, int(st.Code), st)
+}
+
+// statusRecorder remembers the response code for metrics and logs, and keeps
+// http.Flusher working for watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,100 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// wantsTable reports whether the Accept header asks for a meta.k8s.io/v1 Table, as
+// kubectl get does.
+func wantsTable(req *http.Request) bool {
+	for _, part := range strings.Split(req.Header.Get("Accept"), ",") {
+		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || mediaType != "application/json" {
+			continue
+		}
+		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && params["v"] == "v1" {
+			return true
+		}
+	}
+	return false
+}
+
+// nameColumn is the first column of every table.
+var nameColumn = metav1.TableColumnDefinition{
+	Name: "Name", Type: "string", Format: "name",
+	Description: "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+}
+
+// AgeColumn is the AGE column most kinds end with.
+var AgeColumn = metav1.TableColumnDefinition{
+	Name: "Age", Type: "string",
+	Description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
+}
+
+// Age formats the time since t the way kubectl prints AGE.
+func Age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// buildTable turns objects into a Table. includeObject is the request's includeObject
+// parameter: None, Object, or Metadata (the default).
+func buildTable(r *Resource, objs []runtime.Object, now time.Time, includeObject string, listMeta metav1.ListMeta) (*metav1.Table, error) {
+	t := &metav1.Table{
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+		ListMeta: listMeta,
+	}
+	t.ColumnDefinitions = append([]metav1.TableColumnDefinition{nameColumn}, r.Columns...)
+	if r.Row == nil {
+		t.ColumnDefinitions = []metav1.TableColumnDefinition{nameColumn, AgeColumn}
+	}
+	t.Rows = make([]metav1.TableRow, 0, len(objs))
+	for _, obj := range objs {
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		cells := []any{acc.GetName()}
+		if r.Row != nil {
+			cells = append(cells, r.Row(obj, now)...)
+		} else {
+			cells = append(cells, Age(acc.GetCreationTimestamp(), now))
+		}
+		row := metav1.TableRow{Cells: cells}
+		switch includeObject {
+		case "None":
+		case "Object":
+			obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			row.Object = runtime.RawExtension{Raw: raw}
+		default:
+			pom := &metav1.PartialObjectMetadata{
+				TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
+			}
+			if om, ok := obj.(metav1.ObjectMetaAccessor); ok {
+				pom.ObjectMeta = *om.GetObjectMeta().(*metav1.ObjectMeta)
+			}
+			raw, err := json.Marshal(pom)
+			if err != nil {
+				return nil, err
+			}
+			row.Object = runtime.RawExtension{Raw: raw}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, nil
+}

@@ -1,0 +1,232 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/plinth/plinth/control/storage"
+)
+
+// initialEventsEndAnnotation marks the bookmark that ends the initial events of a
+// watch-list request (sendInitialEvents=true); client-go's reflector waits for it.
+const initialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+// minWatchTimeout is kube-apiserver's --min-request-timeout: a watch without
+// timeoutSeconds ends after a random time between it and twice it, so clients spread
+// their reconnects.
+const minWatchTimeout = 30 * time.Minute
+
+func (s *Server) watch(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	sel, err := parseSelector(r, req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := req.URL.Query()
+	rev, err := parseResourceVersion(q.Get("resourceVersion"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sendInitial := isTrue(q.Get("sendInitialEvents"))
+	if q.Has("sendInitialEvents") && q.Get("resourceVersionMatch") != "NotOlderThan" {
+		writeError(w, apierrors.NewBadRequest("sendInitialEvents needs resourceVersionMatch=NotOlderThan"))
+		return
+	}
+	allowBookmarks := isTrue(q.Get("allowWatchBookmarks"))
+	timeout := minWatchTimeout + time.Duration(rand.Int64N(int64(minWatchTimeout)))
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("timeoutSeconds %q is not a non-negative integer", v)))
+			return
+		}
+		if n > 0 {
+			timeout = time.Duration(n) * time.Second
+		}
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, apierrors.NewInternalError(errors.New("response writer cannot stream")))
+		return
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
+	defer cancel()
+
+	// With no resourceVersion (or "0"), or with sendInitialEvents, the watch starts with
+	// the current objects as ADDED events, read at one revision, and continues from it.
+	var initial listed
+	start := rev
+	if sendInitial || rev == 0 {
+		initial, err = s.listPage(ctx, r, info.namespace, sel, 0, storage.ListOptions{})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		start = initial.revision
+	}
+	enc := &watchEncoder{w: w, flusher: flusher, r: r, table: wantsTable(req), includeObject: q.Get("includeObject"), now: s.cfg.Clock.Now}
+	events := s.cfg.Store.Watch(ctx, r.listPrefix(info.namespace), start)
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	for _, obj := range initial.objects {
+		if enc.send(watch.Added, obj) != nil {
+			return
+		}
+	}
+	if sendInitial {
+		if enc.bookmark(start, true) != nil {
+			return
+		}
+	}
+	s.streamEvents(ctx, enc, r, sel, events, start, allowBookmarks)
+}
+
+// streamEvents turns storage events into watch events until the context ends or the
+// client goes away. An object that starts or stops matching the selectors is sent as
+// ADDED or DELETED, as Kubernetes does.
+func (s *Server) streamEvents(ctx context.Context, enc *watchEncoder, r *Resource, sel selector, events <-chan storage.Event, lastRev int64, allowBookmarks bool) {
+	var bookmarks <-chan time.Time
+	if allowBookmarks {
+		t := time.NewTicker(s.cfg.BookmarkInterval)
+		defer t.Stop()
+		bookmarks = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-bookmarks:
+			if enc.bookmark(lastRev, false) != nil {
+				return
+			}
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if err := s.sendEvent(enc, r, sel, ev); err != nil {
+				return
+			}
+			if ev.Revision > 0 {
+				lastRev = ev.Revision
+			}
+		}
+	}
+}
+
+var errWatchEnded = errors.New("watch ended")
+
+func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev storage.Event) error {
+	switch ev.Type {
+	case storage.EventProgress:
+		return nil
+	case storage.EventError:
+		status := apierrors.NewInternalError(ev.Err).Status()
+		if errors.Is(ev.Err, storage.ErrCompacted) {
+			status = apierrors.NewResourceExpired("too old resource version: " + ev.Err.Error()).Status()
+		}
+		status.Kind, status.APIVersion = "Status", "v1"
+		_ = enc.write(watch.Error, &status)
+		return errWatchEnded
+	}
+	var prev runtime.Object
+	prevMatch := false
+	if ev.Prev != nil {
+		var err error
+		if prev, err = fromStorage(r, *ev.Prev); err != nil {
+			return err
+		}
+		prevMatch = sel.matches(r, prev)
+	}
+	if ev.Type == storage.EventDelete {
+		if !prevMatch {
+			return nil
+		}
+		// The deleted object is the last state, at the revision of the deletion.
+		setResourceVersion(prev, ev.Revision)
+		return enc.send(watch.Deleted, prev)
+	}
+	obj, err := fromStorage(r, ev.KV)
+	if err != nil {
+		return err
+	}
+	curMatch := sel.matches(r, obj)
+	switch {
+	case curMatch && prevMatch:
+		return enc.send(watch.Modified, obj)
+	case curMatch:
+		return enc.send(watch.Added, obj)
+	case prevMatch:
+		return enc.send(watch.Deleted, obj)
+	}
+	return nil
+}
+
+// watchEncoder writes newline-separated JSON watch events and flushes each.
+type watchEncoder struct {
+	w             http.ResponseWriter
+	flusher       http.Flusher
+	r             *Resource
+	table         bool
+	includeObject string
+	now           func() time.Time
+}
+
+func (e *watchEncoder) send(t watch.EventType, obj runtime.Object) error {
+	if e.table {
+		tbl, err := buildTable(e.r, []runtime.Object{obj}, e.now(), e.includeObject, metav1.ListMeta{})
+		if err != nil {
+			return err
+		}
+		return e.write(t, tbl)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(e.r.GroupVersionKind())
+	return e.write(t, obj)
+}
+
+// bookmark tells the client everything up to rev has been sent.
+func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
+	obj := e.r.New()
+	obj.GetObjectKind().SetGroupVersionKind(e.r.GroupVersionKind())
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		acc.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
+	}
+	return e.write(watch.Bookmark, obj)
+}
+
+func (e *watchEncoder) write(t watch.EventType, obj any) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}})
+	if err != nil {
+		return err
+	}
+	if _, err := e.w.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	e.flusher.Flush()
+	return nil
+}
