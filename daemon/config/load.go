@@ -56,8 +56,8 @@ func loadMerged[T any](s schema[T], file string, fileExplicit bool, dropInDir st
 	if err != nil {
 		return zero, nil, err
 	}
-	merged := []byte("{}")
 	var read []string
+	var docs [][]byte
 	var errs []error
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -74,20 +74,37 @@ func loadMerged[T any](s schema[T], file string, fileExplicit bool, dropInDir st
 			errs = append(errs, err)
 			continue
 		}
-		if merged, err = jsonpatch.MergePatch(merged, doc); err != nil {
-			errs = append(errs, fmt.Errorf("%s: merging over earlier files: %w", p, err))
-		}
+		docs = append(docs, doc)
 	}
 	if len(errs) > 0 {
 		return zero, read, errors.Join(errs...)
 	}
-	c := s.defaults()
-	if err := decodeStrict(merged, &c); err != nil {
-		// Every file passed checkSchema, so this means the walker and encoding/json
-		// disagree: a bug here, reported with the files for context.
+	c, err := mergeDocuments(s, docs)
+	if err != nil {
 		return zero, read, fmt.Errorf("configuration merged from %s: %w", describeSources(read), err)
 	}
 	return c, read, nil
+}
+
+// mergeDocuments applies the JSON documents from parseFile in order (RFC 7386 merge
+// patch: objects merge key by key, everything else is replaced, null removes) and
+// decodes the result over the defaults.
+func mergeDocuments[T any](s schema[T], docs [][]byte) (T, error) {
+	var zero T
+	merged := []byte("{}")
+	for _, doc := range docs {
+		var err error
+		if merged, err = jsonpatch.MergePatch(merged, doc); err != nil {
+			return zero, err
+		}
+	}
+	c := s.defaults()
+	if err := decodeStrict(merged, &c); err != nil {
+		// Every document passed checkSchema, so the walker and encoding/json
+		// disagree: a bug in this package.
+		return zero, err
+	}
+	return c, nil
 }
 
 // configPaths lists the files to read: the main file, then the drop-ins in lexical

@@ -1,0 +1,184 @@
+package config
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// configSeeds are YAML documents, valid and not, that start the fuzzers.
+var configSeeds = []string{
+	"",
+	"null\n",
+	"maxPods: 50\n",
+	"maxPods: null\nregisterNode: ~\n",
+	"kubeconfig: /etc/plinth/kubeconfig\nnodeIP: 192.0.2.1\nregisterNode: false\n",
+	"nodeLabels: {a: '1', topology.kubernetes.io/zone: z, node-role.kubernetes.io/worker: ''}\n",
+	"nodeLabels: {a: null}\n",
+	"nodeLabels: {on: x}\n",
+	"nodeLabels: {kubernetes.io/hostname: h}\n",
+	"registerWithTaints: [{key: a, value: b, effect: NoSchedule}, {key: c, effect: NoExecute}]\n",
+	"registerWithTaints: []\n",
+	"registerWithTaints: [null]\n",
+	"registerWithTaints: [{key: a, efect: NoSchedule}]\n",
+	"nodeStatusUpdateFrequency: 1m30s\nnodeStatusReportFrequency: 10\n",
+	"nodeLeaseDurationSeconds: 99999999999\n",
+	"healthzBindAddress: '[::1]:10248'\n",
+	"systemReserved: {cpu: 100m, memory: 256Mi, pid: '1000'}\nkubeReserved: {ephemeral-storage: 1Gi}\n",
+	"systemReserved: {gpu: '1'}\n",
+	"lockFile: /run/x.lock\nstateDir: /srv/plinth\nmaxPods: 1\n",
+	"- a\n- b\n",
+	"a: 1\n---\nb: 2\n",
+	"maxPods: 1\nmaxPods: 2\n",
+	"MaxPods: 3\n",
+	"{\"maxPods\": 7, \"nodeLabels\": {\"x\": \"y\"}}",
+	"hostnameOverride: &a node-1\nkubeconfig: *a\n",
+	"nodeLabels: !!map {a: b}\n",
+}
+
+// FuzzParseFile feeds arbitrary bytes to the file parser. Invariants: no panic; a
+// document the parser accepts decodes over the defaults, passes Validate, and
+// survives a round trip through YAML unchanged.
+func FuzzParseFile(f *testing.F) {
+	for _, s := range configSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := parseFile(configSchema, "fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		c, err := mergeDocuments(configSchema, [][]byte{doc})
+		if err != nil {
+			t.Fatalf("accepted document %s does not decode: %v", doc, err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted document %s gives an invalid config: %v", doc, err)
+		}
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatalf("marshal %+v: %v", c, err)
+		}
+		doc2, err := parseFile(configSchema, "roundtrip.yaml", out)
+		if err != nil {
+			t.Fatalf("marshalled config does not parse back: %v\n%s", err, out)
+		}
+		c2, err := mergeDocuments(configSchema, [][]byte{doc2})
+		if err != nil {
+			t.Fatalf("marshalled config does not decode back: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(c, c2) {
+			t.Fatalf("round trip changed the config:\n%+v\n%+v\nvia\n%s", c, c2, out)
+		}
+	})
+}
+
+// FuzzMergeFiles merges two documents. Invariants: no panic; two documents that are
+// each accepted merge into a valid config; what the second sets wins: its scalars and
+// lists replace the first's, and its map entries are all present.
+func FuzzMergeFiles(f *testing.F) {
+	for i, a := range configSeeds {
+		f.Add([]byte(a), []byte(configSeeds[(i+7)%len(configSeeds)]))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		docA, err := parseFile(configSchema, "a.yaml", a)
+		if err != nil {
+			return
+		}
+		docB, err := parseFile(configSchema, "b.yaml", b)
+		if err != nil {
+			return
+		}
+		merged, err := mergeDocuments(configSchema, [][]byte{docA, docB})
+		if err != nil {
+			t.Fatalf("merging accepted documents failed: %v\n%s\n%s", err, docA, docB)
+		}
+		if err := merged.Validate(); err != nil {
+			t.Fatalf("merging valid documents gave an invalid config: %v\n%s\n%s", err, docA, docB)
+		}
+		onlyB, err := mergeDocuments(configSchema, [][]byte{docB})
+		if err != nil {
+			t.Fatalf("decoding accepted document: %v", err)
+		}
+		var setByB map[string]any
+		if err := json.Unmarshal(docB, &setByB); err != nil {
+			t.Fatalf("document %s is not a JSON object: %v", docB, err)
+		}
+		got, want := asJSONObject(t, merged), asJSONObject(t, onlyB)
+		for k, v := range setByB {
+			switch v := v.(type) {
+			case nil:
+				// b reset the field: neither a's value nor b's, so no claim here
+				// beyond validity, which was checked above.
+			case map[string]any:
+				gotMap, _ := got[k].(map[string]any)
+				for mk, mv := range v {
+					if mv == nil {
+						if _, present := gotMap[mk]; present {
+							t.Fatalf("%s[%s]: b removed it but the merge kept %v", k, mk, gotMap[mk])
+						}
+						continue
+					}
+					if !reflect.DeepEqual(gotMap[mk], want[k].(map[string]any)[mk]) {
+						t.Fatalf("%s[%s] = %v after merge, want b's %v", k, mk, gotMap[mk], mv)
+					}
+				}
+			default:
+				if !reflect.DeepEqual(got[k], want[k]) {
+					t.Fatalf("%s = %v after merge, want b's %v", k, got[k], want[k])
+				}
+			}
+		}
+	})
+}
+
+func asJSONObject(t *testing.T, c Config) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// FuzzFlagValues parses --node-labels and --register-with-taints values. Invariants:
+// no panic; an accepted value prints (String) to a value that parses to the same
+// result.
+func FuzzFlagValues(f *testing.F) {
+	f.Add("a=1,b=2", "k=v:NoSchedule,k2:NoExecute")
+	f.Add("", "")
+	f.Add(" a = 1 , b=", "k=:PreferNoSchedule")
+	f.Add("a=b=c", "a:b=c:d:NoSchedule")
+	f.Add("a=1,a=2", "k=v")
+	f.Add(",", ",:NoSchedule")
+	f.Fuzz(func(t *testing.T, labels, taints string) {
+		if parsed, err := parseLabels(labels); err == nil {
+			v := labelsValue{labels: parsed}
+			again, err := parseLabels(v.String())
+			if err != nil {
+				t.Fatalf("labels %q printed as %q, which does not parse: %v", labels, v.String(), err)
+			}
+			if !maps.Equal(parsed, again) {
+				t.Fatalf("labels %q -> %v -> %q -> %v", labels, parsed, v.String(), again)
+			}
+		}
+		if parsed, err := parseTaints(taints); err == nil {
+			v := taintsValue{taints: parsed}
+			again, err := parseTaints(v.String())
+			if err != nil {
+				t.Fatalf("taints %q printed as %q, which does not parse: %v", taints, v.String(), err)
+			}
+			if !slices.Equal(parsed, again) {
+				t.Fatalf("taints %q -> %v -> %q -> %v", taints, parsed, v.String(), again)
+			}
+		}
+	})
+}
