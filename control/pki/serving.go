@@ -49,9 +49,13 @@ func (a *Authority) ensureServingCert(hosts servingHosts, log *slog.Logger) erro
 	if err != nil {
 		return fmt.Errorf("issue serving certificate %s: load the pair just written: %w", certPath, err)
 	}
+	leaf, err := leafOf(&pair)
+	if err != nil {
+		return fmt.Errorf("issue serving certificate %s: %w", certPath, err)
+	}
 	a.serving = pair
 	log.Info("issued serving certificate", "file", certPath, "reason", reason,
-		"dnsNames", hosts.dnsNames, "ips", hosts.ips, "notAfter", pair.Leaf.NotAfter)
+		"dnsNames", hosts.dnsNames, "ips", hosts.ips, "notAfter", leaf.NotAfter)
 	return nil
 }
 
@@ -78,7 +82,10 @@ func (a *Authority) servingReissueReason(hosts servingHosts) (tls.Certificate, s
 	if err != nil {
 		return tls.Certificate{}, fmt.Sprintf("%s and %s are not a usable pair: %v", certPath, keyPath, err)
 	}
-	cert := pair.Leaf
+	cert, err := leafOf(&pair)
+	if err != nil {
+		return tls.Certificate{}, fmt.Sprintf("%s: %v", certPath, err)
+	}
 	if err := cert.CheckSignatureFrom(a.caCert); err != nil {
 		return tls.Certificate{}, fmt.Sprintf("%s is not signed by the cluster CA %q: %v", certPath, a.caCert.Subject.CommonName, err)
 	}
@@ -96,4 +103,18 @@ func (a *Authority) servingReissueReason(hosts servingHosts) (tls.Certificate, s
 		return tls.Certificate{}, fmt.Sprintf("%s expires at %s, within %v", certPath, cert.NotAfter.UTC().Format(time.RFC3339), RenewBefore)
 	}
 	return pair, ""
+}
+
+// leafOf returns the parsed leaf of pair. tls.X509KeyPair fills Leaf in unless the
+// x509keypairleaf=0 GODEBUG setting is in force; then it is parsed here, and stored so
+// the TLS server does not parse it on every handshake.
+func leafOf(pair *tls.Certificate) (*x509.Certificate, error) {
+	if pair.Leaf == nil {
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			return nil, err
+		}
+		pair.Leaf = leaf
+	}
+	return pair.Leaf, nil
 }
