@@ -3,6 +3,8 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"mime"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/plinth/plinth/control/storage"
@@ -22,9 +26,31 @@ const (
 	fieldValidationIgnore = "Ignore"
 )
 
-// decodeObject reads a request body into a new typed object of the resource. Unknown and
-// duplicate fields fail under Strict, become warnings under Warn, and are dropped under
-// Ignore.
+// protobufContentType is what client-go's generated clients send for built-in kinds.
+const protobufContentType = "application/vnd.kubernetes.protobuf"
+
+// protobufDecoder reads Kubernetes' protobuf envelope for every built-in kind. Responses
+// are always JSON; client-go accepts that.
+var protobufDecoder = protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme)
+
+// decodeBody reads a create or update body, JSON or protobuf by its content type.
+func decodeBody(r *Resource, req *http.Request, body []byte, validation string) (runtime.Object, []string, error) {
+	mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if mediaType != protobufContentType {
+		return decodeObject(r, body, validation)
+	}
+	obj, _, err := protobufDecoder.Decode(body, nil, r.New())
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s from protobuf: %v", r.Kind, err))
+	}
+	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() && gvk != r.GroupVersionKind() {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s, not a %s", gvk, r.GroupVersionKind()))
+	}
+	return obj, nil, nil
+}
+
+// decodeObject reads JSON into a new typed object of the resource. Unknown and duplicate
+// fields fail under Strict, become warnings under Warn, and are dropped under Ignore.
 func decodeObject(r *Resource, body []byte, validation string) (runtime.Object, []string, error) {
 	obj := r.New()
 	strict, err := sigsjson.UnmarshalStrict(body, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 
@@ -125,7 +126,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
-	obj, warnings, err := decodeObject(r, body, opts.fieldValidation)
+	obj, warnings, err := decodeBody(r, req, body, opts.fieldValidation)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -205,7 +206,7 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
-	obj, warnings, err := decodeObject(r, body, opts.fieldValidation)
+	obj, warnings, err := decodeBody(r, req, body, opts.fieldValidation)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -469,7 +470,13 @@ func parseDeleteOptions(w http.ResponseWriter, req *http.Request, s *Server) (me
 		return opts, err
 	}
 	if len(body) > 0 {
-		if err := json.Unmarshal(body, &opts); err != nil {
+		var err error
+		if mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); mt == protobufContentType {
+			_, _, err = protobufDecoder.Decode(body, nil, &opts)
+		} else {
+			err = json.Unmarshal(body, &opts)
+		}
+		if err != nil {
 			return opts, apierrors.NewBadRequest("decoding DeleteOptions: " + err.Error())
 		}
 	}

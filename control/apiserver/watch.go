@@ -146,7 +146,9 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 		return errWatchEnded
 	}
 	var prev runtime.Object
-	prevMatch := false
+	// Without the previous object (its history was compacted) an update is taken to
+	// have matched before, so it is sent as MODIFIED or, if it no longer matches, DELETED.
+	prevMatch := ev.Type == storage.EventPut && !ev.Created
 	if ev.Prev != nil {
 		var err error
 		if prev, err = fromStorage(r, *ev.Prev); err != nil {
