@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,33 +11,20 @@ import (
 	"time"
 )
 
-// TLSConfig is how the API is served: only TLS, and only to clients whose certificate
-// the cluster CA signed.
-type TLSConfig struct {
-	CertFile, KeyFile string
-	ClientCAs         *x509.CertPool
-}
-
 // Serve serves handler on ln over TLS until ctx is done, then ends open requests (watches
-// see their context cancelled) and returns. Every request must present a client
-// certificate signed by ClientCAs: the handshake fails otherwise.
-func Serve(ctx context.Context, ln net.Listener, handler http.Handler, tc TLSConfig, logger *slog.Logger) error {
-	cert, err := tls.LoadX509KeyPair(tc.CertFile, tc.KeyFile)
-	if err != nil {
-		return fmt.Errorf("serving certificate %s / key %s: %w", tc.CertFile, tc.KeyFile, err)
+// see their context cancelled) and returns. tc must require and verify client
+// certificates: the API never serves anonymous clients.
+func Serve(ctx context.Context, ln net.Listener, handler http.Handler, tc *tls.Config, logger *slog.Logger) error {
+	if tc == nil || tc.ClientAuth != tls.RequireAndVerifyClientCert || tc.ClientCAs == nil {
+		return errors.New("serve: the TLS configuration must require client certificates verified against the cluster CA")
 	}
-	if tc.ClientCAs == nil {
-		return errors.New("serve: no client CA pool: the API never serves anonymous clients")
+	tc = tc.Clone()
+	if len(tc.NextProtos) == 0 {
+		tc.NextProtos = []string{"h2", "http/1.1"}
 	}
 	srv := &http.Server{
-		Handler: WithClientCertAuth(handler),
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    tc.ClientCAs,
-			MinVersion:   tls.VersionTLS12,
-			NextProtos:   []string{"h2", "http/1.1"},
-		},
+		Handler:           WithClientCertAuth(handler),
+		TLSConfig:         tc,
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),

@@ -1,0 +1,117 @@
+package service
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plinth/plinth/control/controllers/nodelifecycle"
+)
+
+// Options are plinth-control's settings, one flag each.
+type Options struct {
+	DataDir            string
+	BindAddress        string
+	SecurePort         int
+	EtcdServers        []string
+	EtcdPrefix         string
+	TLSSANs            []string
+	Server             string // URL written into kubeconfigs
+	AdminKubeconfig    string
+	CompactionInterval time.Duration
+	NodeLifecycle      nodelifecycle.Options
+	LogLevel           string
+}
+
+// DefaultOptions are the reference defaults.
+func DefaultOptions() Options {
+	return Options{
+		DataDir:            "/var/lib/plinth-control",
+		BindAddress:        "0.0.0.0",
+		SecurePort:         6443,
+		EtcdPrefix:         "/registry",
+		CompactionInterval: 5 * time.Minute,
+		NodeLifecycle:      nodelifecycle.DefaultOptions(),
+		LogLevel:           "info",
+	}
+}
+
+type stringList struct{ list *[]string }
+
+func (s stringList) String() string {
+	if s.list == nil {
+		return ""
+	}
+	return strings.Join(*s.list, ",")
+}
+
+func (s stringList) Set(v string) error {
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*s.list = append(*s.list, item)
+		}
+	}
+	return nil
+}
+
+// BindFlags registers the flags on fs, with o's values as defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "directory for the PKI, the embedded etcd and the admin kubeconfig")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address to serve the API on")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "HTTPS port of the API (0 picks a free port)")
+	fs.Var(stringList{&o.EtcdServers}, "etcd-servers", "comma-separated external etcd endpoints; empty runs an embedded single-member etcd in --data-dir")
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "etcd key prefix for all objects")
+	fs.Var(stringList{&o.TLSSANs}, "tls-san", "extra DNS names or IPs for the serving certificate (repeatable, comma-separated)")
+	fs.StringVar(&o.Server, "server", o.Server, "API URL written into kubeconfigs (default https://127.0.0.1:<secure-port>)")
+	fs.StringVar(&o.AdminKubeconfig, "admin-kubeconfig", o.AdminKubeconfig, "where to write the admin kubeconfig (default <data-dir>/admin.kubeconfig)")
+	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval, "how often etcd history older than one interval is compacted")
+	fs.DurationVar(&o.NodeLifecycle.MonitorPeriod, "node-monitor-period", o.NodeLifecycle.MonitorPeriod, "how often node health is checked")
+	fs.DurationVar(&o.NodeLifecycle.GracePeriod, "node-monitor-grace-period", o.NodeLifecycle.GracePeriod, "how long a node may be silent before it is marked Unknown")
+	fs.DurationVar(&o.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", o.NodeLifecycle.StartupGracePeriod, "grace for a node that has never posted status")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
+}
+
+// Complete fills derived defaults and checks every option, naming the flag and value.
+func (o *Options) Complete() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir: must not be empty"))
+	}
+	if o.SecurePort < 0 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port number (0-65535)", o.SecurePort))
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress))
+	}
+	if !strings.HasPrefix(o.EtcdPrefix, "/") {
+		errs = append(errs, fmt.Errorf("--etcd-prefix: %q must start with /", o.EtcdPrefix))
+	}
+	if o.CompactionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--etcd-compaction-interval: %s must be positive", o.CompactionInterval))
+	}
+	if err := o.NodeLifecycle.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseLogLevel(o.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if o.AdminKubeconfig == "" {
+		o.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) pkiDir() string  { return filepath.Join(o.DataDir, "pki") }
+func (o *Options) etcdDir() string { return filepath.Join(o.DataDir, "etcd") }
+
+// serverURL is the URL kubeconfigs point at, once the port is known.
+func (o *Options) serverURL(port int) string {
+	if o.Server != "" {
+		return o.Server
+	}
+	return fmt.Sprintf("https://127.0.0.1:%d", port)
+}

@@ -1,0 +1,196 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/controllers/nodelifecycle"
+	"github.com/plinth/plinth/control/pki"
+	"github.com/plinth/plinth/control/registry"
+	"github.com/plinth/plinth/control/storage"
+	plinthversion "github.com/plinth/plinth/internal/version"
+)
+
+// Kubernetes minor version whose API subset the control service serves. kubectl
+// dispatchers pick their client version from it, and kubectl warns about skew against it.
+const (
+	kubernetesMajor = "1"
+	kubernetesMinor = "33"
+)
+
+// Running describes a started control service, for callers that wait on it (tests).
+type Running struct {
+	Addr            net.Addr
+	AdminKubeconfig string
+}
+
+// Run starts everything and blocks until ctx is done or a part fails. ready, if not nil,
+// receives the listening address once the API serves and the admin kubeconfig exists.
+func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running)) error {
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	authority, err := pki.LoadOrCreate(o.pkiDir(), pki.Options{ServingHosts: o.TLSSANs, Logger: logger})
+	if err != nil {
+		return err
+	}
+	etcdClient, closeEtcd, etcdErrs, err := openEtcd(ctx, o, logger)
+	if err != nil {
+		return err
+	}
+	defer closeEtcd()
+	store := storage.New(etcdClient, o.EtcdPrefix)
+
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg, err := apiserver.NewRegistry(registry.All()...)
+	if err != nil {
+		return err
+	}
+	api, err := apiserver.New(apiserver.Config{
+		Store: store, Registry: reg, Logger: logger.With("component", "apiserver"), Metrics: metrics,
+		Version: version.Info{
+			Major: kubernetesMajor, Minor: kubernetesMinor,
+			GitVersion: fmt.Sprintf("v%s.%s.0+plinth.%s", kubernetesMajor, kubernetesMinor, plinthversion.String()),
+			Platform:   "linux/" + runtime.GOARCH,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	mux.Handle("/", api)
+
+	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (--bind-address, --secure-port): %w", addr, err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	server := o.serverURL(port)
+	if err := authority.WriteClientKubeconfig(o.AdminKubeconfig, server, pki.AdminUser, []string{pki.AdminGroup}); err != nil {
+		ln.Close()
+		return err
+	}
+	loopback, err := loopbackClient(authority, port)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return apiserver.Serve(gctx, ln, mux, authority.ServerTLSConfig(), logger) })
+	g.Go(func() error {
+		select {
+		case err := <-etcdErrs:
+			return fmt.Errorf("etcd: %w", err)
+		case <-gctx.Done():
+			return nil
+		}
+	})
+	g.Go(func() error {
+		store.RunCompactor(gctx, o.CompactionInterval, clock.RealClock{}, logger.With("component", "compactor"))
+		return nil
+	})
+	g.Go(func() error { return runControllers(gctx, loopback, o, metrics, logger) })
+
+	logger.Info("control service serving", "address", ln.Addr().String(), "server", server,
+		"admin_kubeconfig", o.AdminKubeconfig, "etcd", etcdDescription(o))
+	if ready != nil {
+		ready(Running{Addr: ln.Addr(), AdminKubeconfig: o.AdminKubeconfig})
+	}
+	err = g.Wait()
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	logger.Info("control service stopped")
+	return nil
+}
+
+func openEtcd(ctx context.Context, o Options, logger *slog.Logger) (*clientv3.Client, func(), <-chan error, error) {
+	if len(o.EtcdServers) > 0 {
+		c, err := storage.ConnectExternal(o.EtcdServers, 10*time.Second)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return c, func() { _ = c.Close() }, make(chan error), nil
+	}
+	started := time.Now()
+	e, err := storage.StartEmbedded(ctx, o.etcdDir(), time.Minute)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logger.Info("embedded etcd ready", "dir", o.etcdDir(), "took", time.Since(started).Round(time.Millisecond))
+	return e.Client, e.Close, e.Err(), nil
+}
+
+func etcdDescription(o Options) string {
+	if len(o.EtcdServers) > 0 {
+		return fmt.Sprint(o.EtcdServers)
+	}
+	return "embedded in " + o.etcdDir()
+}
+
+// loopbackClient is the controllers' client: an in-memory certificate for the control
+// service's own identity, talking to its own listener.
+func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, error) {
+	cert, key, err := authority.IssueClientCert(pki.ControlUser, []string{pki.AdminGroup}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("loopback client certificate: %w", err)
+	}
+	cfg := &rest.Config{
+		Host:            fmt.Sprintf("https://127.0.0.1:%d", port),
+		TLSClientConfig: rest.TLSClientConfig{CAData: authority.CAPEM(), CertData: cert, KeyData: key},
+		QPS:             100,
+		Burst:           200,
+		UserAgent:       "plinth-control/" + plinthversion.String(),
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("loopback client: %w", err)
+	}
+	return c, nil
+}
+
+// runControllers starts the informers and the control loops and waits for them.
+func runControllers(ctx context.Context, client kubernetes.Interface, o Options, reg prometheus.Registerer, logger *slog.Logger) error {
+	all := informers.NewSharedInformerFactory(client, 0)
+	nodeLeases := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("kube-node-lease"))
+	lifecycle, err := nodelifecycle.New(client, all.Core().V1().Nodes(), nodeLeases.Coordination().V1().Leases(),
+		clock.RealClock{}, reg, logger, o.NodeLifecycle)
+	if err != nil {
+		return err
+	}
+	all.Start(ctx.Done())
+	nodeLeases.Start(ctx.Done())
+	defer func() {
+		// Shutdown waits for the informers, which stop once ctx is done.
+		<-ctx.Done()
+		all.Shutdown()
+		nodeLeases.Shutdown()
+	}()
+	if err := lifecycle.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
