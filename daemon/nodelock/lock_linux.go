@@ -119,3 +119,26 @@ func readPID(f *os.File) int {
 	}
 	return pid
 }
+
+// Check reports an error when the lock no longer guards the node: the file at Path was
+// removed or replaced (by a cleaner of /run, say), so a second plinthd could lock a new
+// file of the same name. plinthd makes this a health check, so the systemd watchdog
+// restarts it and the restart takes the lock again.
+func (l *Lock) Check() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("lock file %s: released", l.path)
+	}
+	var held, onDisk unix.Stat_t
+	if err := unix.Fstat(int(l.f.Fd()), &held); err != nil {
+		return fmt.Errorf("lock file %s: %w", l.path, err)
+	}
+	if err := unix.Stat(l.path, &onDisk); err != nil {
+		return fmt.Errorf("lock file %s was removed while held; another plinthd could start: %w", l.path, err)
+	}
+	if held.Dev != onDisk.Dev || held.Ino != onDisk.Ino {
+		return fmt.Errorf("lock file %s was replaced while held; another plinthd could start", l.path)
+	}
+	return nil
+}

@@ -195,3 +195,33 @@ func TestAcquireAcrossProcesses(t *testing.T) {
 		t.Errorf("lock file holds %q, want our pid %q over the dead holder's", got, want)
 	}
 }
+
+func TestCheckNoticesRemovedOrReplacedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plinthd.lock")
+	l, err := Acquire(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := l.Check(); err != nil {
+		t.Fatalf("fresh lock: %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); err == nil || !strings.Contains(err.Error(), "removed") {
+		t.Fatalf("after removal: %v, want an error saying the file was removed", err)
+	}
+	if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); err == nil || !strings.Contains(err.Error(), "replaced") {
+		t.Fatalf("after replacement: %v, want an error saying the file was replaced", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(); err == nil {
+		t.Fatal("released lock passes Check")
+	}
+}
