@@ -1,0 +1,47 @@
+# Plinth: `make run` starts a one-node cluster, `make test` runs every test.
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+
+# A release tag when there is one, else v0.1.0-dev.<commit>: always a semantic version,
+# because the Node's VERSION column and kubectl show it.
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.1.0-dev.$$(git rev-parse --short HEAD 2>/dev/null || echo unknown))
+LDFLAGS := -X github.com/plinth/plinth/internal/version.version=$(VERSION)
+BIN := $(CURDIR)/bin
+GO_TEST_FLAGS ?= -count=1 -timeout 20m
+
+.PHONY: all deps build run test unit e2e check generate bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@mkdir -p $(BIN)
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+run: build
+	scripts/run-local.sh
+
+# Unit, kernel and end-to-end tests. Kernel tests need root; with
+# PLINTH_REQUIRE_KERNEL=1 (as in CI) a missing kernel feature fails instead of skipping.
+test: build check
+	PLINTH_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+
+# The end-to-end tests alone.
+e2e: build
+	PLINTH_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) -v ./test/e2e/...
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfe[lb]\.go$$')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	go vet ./...
+
+generate:
+	go generate ./...
+
+bench: build
+	go test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf $(BIN) dist .run

@@ -1,0 +1,46 @@
+// Command plinthd is the Plinth node daemon.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/plinth/plinth/daemon/config"
+	"github.com/plinth/plinth/daemon/plinthd"
+	"github.com/plinth/plinth/daemon/watchdog"
+	"github.com/plinth/plinth/internal/version"
+)
+
+func main() {
+	fs := flag.NewFlagSet("plinthd", flag.ExitOnError)
+	flags := config.BindFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	_ = fs.Parse(os.Args[1:])
+	if *showVersion {
+		fmt.Println("plinthd", version.String())
+		return
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(os.Stderr, "plinthd: --log-level: %q is not debug, info, warn or error\n", *logLevel)
+		os.Exit(2)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg, files, err := flags.Load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "plinthd:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := plinthd.Run(ctx, cfg, files, watchdog.NewSystemdNotifier(), logger); err != nil {
+		fmt.Fprintln(os.Stderr, "plinthd:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,163 @@
+package plinthd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/daemon/config"
+	"github.com/plinth/plinth/daemon/health"
+	"github.com/plinth/plinth/daemon/node"
+	"github.com/plinth/plinth/daemon/nodelock"
+	"github.com/plinth/plinth/daemon/watchdog"
+	"github.com/plinth/plinth/internal/version"
+)
+
+// Run runs plinthd with cfg until ctx is done. notifier speaks the systemd notify
+// protocol (a no-op without NOTIFY_SOCKET). configFiles are the files cfg came from,
+// for the log.
+func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier watchdog.Notifier, logger *slog.Logger) (err error) {
+	lock, err := nodelock.Acquire(cfg.LockFile)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := lock.Release(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("state directory (stateDir): %w", err)
+	}
+	logger.Info("plinthd starting", "version", version.String(), "config_files", configFiles, "lock_file", cfg.LockFile)
+
+	interval, err := watchdog.IntervalFromEnv()
+	if err != nil {
+		return err
+	}
+	registry := health.NewRegistry()
+	checker := health.NewChecker()
+	checker.Register("node-lock", lock.Check)
+	healthServer := health.NewServer(cfg.HealthzBindAddress, checker, registry, logger.With("component", "healthz"))
+	dog := watchdog.New(notifier, interval, checker.Check, clock.RealClock{}, logger.With("component", "watchdog"))
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		if err := healthServer.Run(ctx); err != nil {
+			cancel(fmt.Errorf("healthz server (healthzBindAddress): %w", err))
+		}
+	})
+	select {
+	case <-healthServer.Listening():
+		logger.Info("serving /healthz and /metrics", "address", healthServer.Addr())
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+
+	if cfg.Kubeconfig == "" {
+		logger.Warn("standalone mode: no kubeconfig is configured, so plinthd registers with no control service")
+		if err := watchdog.Ready(notifier, "standalone: no control service configured"); err != nil {
+			logger.Warn("systemd notify", "err", err)
+		}
+		wg.Go(func() { _ = dog.Run(ctx) })
+		<-ctx.Done()
+		return stop(ctx, notifier, logger)
+	}
+
+	agent, err := newNodeAgent(cfg, registry, logger)
+	if err != nil {
+		return err
+	}
+	checker.Register("node-lease", agent.LeaseAlive)
+	checker.Register("node-status", agent.StatusAlive)
+	wg.Go(func() { _ = dog.Run(ctx) })
+
+	_ = watchdog.Status(notifier, "registering node")
+	// The heartbeat starts at once, as kubelet's does; status waits for the Node.
+	wg.Go(func() { _ = agent.RunLease(ctx) })
+	n, err := agent.Register(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return stop(ctx, notifier, logger)
+		}
+		return err
+	}
+	wg.Go(func() { _ = agent.RunStatus(ctx) })
+	name := cfg.HostnameOverride
+	if n != nil {
+		name = n.Name
+	}
+	if err := watchdog.Ready(notifier, fmt.Sprintf("node %s registered; heartbeating", name)); err != nil {
+		logger.Warn("systemd notify", "err", err)
+	}
+	<-ctx.Done()
+	return stop(ctx, notifier, logger)
+}
+
+// stop tells systemd plinthd is stopping and returns why ctx ended, unless it ended
+// because plinthd was asked to stop.
+func stop(ctx context.Context, notifier watchdog.Notifier, logger *slog.Logger) error {
+	_ = watchdog.Stopping(notifier)
+	cause := context.Cause(ctx)
+	if errors.Is(cause, context.Canceled) {
+		logger.Info("plinthd stopping")
+		return nil
+	}
+	return cause
+}
+
+// newNodeAgent builds the client and the node agent from the configuration.
+func newNodeAgent(cfg config.Config, registry prometheus.Registerer, logger *slog.Logger) (*node.Agent, error) {
+	name, err := node.NodeName(cfg.HostnameOverride)
+	if err != nil {
+		return nil, err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+	}
+	restCfg.UserAgent = "plinthd/" + version.String()
+	// Requests never outlive a lease: a control service that hangs must not hang us.
+	restCfg.Timeout = time.Duration(cfg.NodeLeaseDurationSeconds) * time.Second
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", restCfg.Host, err)
+	}
+	nodeCfg := node.DefaultConfig(name)
+	nodeCfg.Labels = cfg.NodeLabels
+	nodeCfg.Taints = cfg.RegisterWithTaints
+	nodeCfg.RegisterNode = cfg.RegisterNode
+	nodeCfg.LeaseDuration = time.Duration(cfg.NodeLeaseDurationSeconds) * time.Second
+	nodeCfg.StatusUpdateFrequency = cfg.NodeStatusUpdateFrequency.Duration
+	nodeCfg.StatusReportFrequency = cfg.NodeStatusReportFrequency.Duration
+	nodeCfg.MaxPods = cfg.MaxPods
+	nodeCfg.StateDir = cfg.StateDir
+	if cfg.NodeIP != "" {
+		nodeCfg.NodeIP = net.ParseIP(cfg.NodeIP)
+	}
+	if nodeCfg.SystemReserved, err = node.ResourceListFromStrings("systemReserved", cfg.SystemReserved); err != nil {
+		return nil, err
+	}
+	if nodeCfg.KubeReserved, err = node.ResourceListFromStrings("kubeReserved", cfg.KubeReserved); err != nil {
+		return nil, err
+	}
+	facts, err := node.GatherHostFacts(nodeCfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("control service", "server", restCfg.Host, "node", name)
+	return node.NewAgent(client, nodeCfg, facts, nil, clock.RealClock{}, registry, logger)
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing Plinth needs on Debian bookworm, and
+# checks what cannot be installed from here. Idempotent: installs only what is missing.
+set -euo pipefail
+
+need_go_minor=26
+debian_packages=(
+	iproute2        # ip netns / ip link: kernel tests and e2e test hosts
+	ca-certificates
+	make
+	git
+	procps          # pkill/pgrep in scripts
+)
+
+missing=()
+for p in "${debian_packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "install-deps: missing Debian packages ${missing[*]}; run as root or install them" >&2
+		exit 1
+	fi
+	echo "install-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+export PATH=$PATH:/usr/local/go/bin
+if ! command -v go >/dev/null; then
+	echo "install-deps: Go 1.${need_go_minor} or newer is required (expected at /usr/local/go)" >&2
+	exit 1
+fi
+minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+if ((minor < need_go_minor)); then
+	echo "install-deps: Go 1.${need_go_minor} or newer is required, found $(go env GOVERSION)" >&2
+	exit 1
+fi
+if ! command -v kubectl >/dev/null; then
+	echo "install-deps: kubectl is required by the end-to-end tests (expected at /usr/bin/kubectl)" >&2
+	exit 1
+fi
