@@ -39,7 +39,7 @@ func newTestServer(t *testing.T) testServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	etcd, err := storage.StartEmbedded(ctx, t.TempDir(), 20*time.Second)
+	etcd, err := storage.StartEmbedded(ctx, t.TempDir(), 20*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

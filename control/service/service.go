@@ -136,7 +136,7 @@ func openEtcd(ctx context.Context, o Options, logger *slog.Logger) (*clientv3.Cl
 		return c, func() { _ = c.Close() }, make(chan error), nil
 	}
 	started := time.Now()
-	e, err := storage.StartEmbedded(ctx, o.etcdDir(), time.Minute)
+	e, err := storage.StartEmbedded(ctx, o.etcdDir(), time.Minute, logger.With("component", "etcd"))
 	if err != nil {
 		return nil, nil, nil, err
 	}

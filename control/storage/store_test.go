@@ -13,7 +13,7 @@ func newTestStore(t *testing.T) *Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := StartEmbedded(ctx, t.TempDir(), 20*time.Second)
+	e, err := StartEmbedded(ctx, t.TempDir(), 20*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
