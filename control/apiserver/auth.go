@@ -4,15 +4,24 @@ import (
 	"context"
 	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// User is who made a request: the verified client certificate's common name and
-// organizations, as Kubernetes' x509 authenticator reads them.
+// User is who made a request.
 type User struct {
 	Name   string
 	Groups []string
+}
+
+// InGroup reports whether the user is in group g.
+func (u User) InGroup(g string) bool {
+	for _, x := range u.Groups {
+		if x == g {
+			return true
+		}
+	}
+	return false
 }
 
 type userKey struct{}
@@ -22,24 +31,14 @@ func userFrom(ctx context.Context) User {
 	return u
 }
 
-// WithClientCertAuth refuses requests that did not present a client certificate the TLS
-// layer verified against the cluster CA, and records the user for the handler. The TLS
-// listener already requires such a certificate; this guards against a handler mounted
-// behind a listener configured otherwise.
-func WithClientCertAuth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.TLS == nil || len(req.TLS.VerifiedChains) == 0 || len(req.TLS.VerifiedChains[0]) == 0 {
-			writeError(w, apierrors.NewUnauthorized("a client certificate signed by the cluster CA is required"))
-			return
-		}
-		leaf := req.TLS.VerifiedChains[0][0]
-		u := User{Name: leaf.Subject.CommonName, Groups: leaf.Subject.Organization}
-		if u.Name == "" {
-			writeError(w, apierrors.NewUnauthorized("the client certificate has no common name"))
-			return
-		}
-		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), userKey{}, u)))
-	})
+func forbiddenStatus(a Attributes, msg string) metav1.Status {
+	st := metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg,
+	}
+	if a.ResourceRequest() {
+		st.Details = &metav1.StatusDetails{Name: a.Name, Group: a.Group, Kind: a.Resource}
+	}
+	return st
 }
 
 func schemaGroupResource(group, resource string) schema.GroupResource {

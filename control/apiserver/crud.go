@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -169,22 +170,51 @@ func (s *Server) createObject(ctx context.Context, r *Resource, namespace string
 	if errs := s.validateCreate(r, obj, acc); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), acc.GetName(), errs)
 	}
+	if r.Namespaced {
+		if err := s.checkNamespace(ctx, namespace); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.admit(ctx, obj, nil); err != nil {
+		return nil, err
+	}
 	if dryRun {
 		return obj, nil
 	}
-	data, err := toStorage(r, obj)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+	if r.BeforeCreate != nil {
+		if err := r.BeforeCreate(ctx, obj); err != nil {
+			return nil, err
+		}
 	}
-	rev, err := s.cfg.Store.Create(ctx, r.key(acc.GetNamespace(), acc.GetName()), data)
-	if errors.Is(err, storage.ErrExists) {
-		return nil, apierrors.NewAlreadyExists(s.groupResource(r), acc.GetName())
-	}
+	rev, err := s.store(ctx, r, acc, obj)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		if r.Release != nil {
+			r.Release(ctx, obj)
+		}
+		return nil, err
 	}
 	setResourceVersion(obj, rev)
 	return obj, nil
+}
+
+// store writes a new object, with its lifetime when the resource gives one.
+func (s *Server) store(ctx context.Context, r *Resource, acc metav1.Object, obj runtime.Object) (int64, error) {
+	data, err := toStorage(r, obj)
+	if err != nil {
+		return 0, apierrors.NewInternalError(err)
+	}
+	var ttl time.Duration
+	if r.TTL != nil {
+		ttl = r.TTL(obj)
+	}
+	rev, err := s.cfg.Store.CreateWithTTL(ctx, r.key(acc.GetNamespace(), acc.GetName()), data, ttl)
+	if errors.Is(err, storage.ErrExists) {
+		return 0, apierrors.NewAlreadyExists(s.groupResource(r), acc.GetName())
+	}
+	if err != nil {
+		return 0, apierrors.NewInternalError(err)
+	}
+	return rev, nil
 }
 
 func (s *Server) validateCreate(r *Resource, obj runtime.Object, acc metav1.Object) field.ErrorList {
@@ -290,14 +320,22 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *Resource, info request
 		if conditional && acc.GetResourceVersion() != strconv.FormatInt(kv.Revision, 10) {
 			return nil, false, conflict(gr, info.name)
 		}
-		obj, err = s.prepareUpdate(r, info, obj, old)
+		obj, err = s.prepareUpdate(ctx, r, info, obj, old)
 		if err != nil {
 			return nil, false, err
 		}
 		if dryRun {
 			return obj, false, nil
 		}
+		if r.BeforeUpdate != nil {
+			if err := r.BeforeUpdate(ctx, obj, old); err != nil {
+				return nil, false, err
+			}
+		}
 		out, err := s.writeUpdate(ctx, r, info, obj, kv.Revision)
+		if err == nil && r.AfterUpdate != nil {
+			r.AfterUpdate(ctx, out, old)
+		}
 		if errors.Is(err, storage.ErrConflict) {
 			if conditional || attempt >= maxConflictRetries {
 				return nil, false, conflict(gr, info.name)
@@ -317,7 +355,7 @@ func conflict(gr schemaGR, name string) error {
 
 // prepareUpdate keeps what a client may not change through this endpoint, bumps the
 // generation when the spec changed, defaults and validates.
-func (s *Server) prepareUpdate(r *Resource, info requestInfo, obj, old runtime.Object) (runtime.Object, error) {
+func (s *Server) prepareUpdate(ctx context.Context, r *Resource, info requestInfo, obj, old runtime.Object) (runtime.Object, error) {
 	var err error
 	switch {
 	case info.subresource == "status":
@@ -358,6 +396,9 @@ func (s *Server) prepareUpdate(r *Resource, info requestInfo, obj, old runtime.O
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), acc.GetName(), errs)
 	}
+	if err := s.admit(ctx, obj, old); err != nil {
+		return nil, err
+	}
 	return obj, nil
 }
 
@@ -372,6 +413,9 @@ func (s *Server) writeUpdate(ctx context.Context, r *Resource, info requestInfo,
 			return nil, err
 		}
 		setResourceVersion(obj, rev)
+		if r.Release != nil {
+			r.Release(ctx, obj)
+		}
 		return obj, nil
 	}
 	data, err := toStorage(r, obj)
@@ -396,60 +440,138 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
+	obj, code, err := s.deleteObject(req.Context(), r, info.namespace, info.name, opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeObject(w, code, r, obj)
+}
+
+// Finalizers the garbage collector acts on, set by DELETE's propagationPolicy.
+const (
+	finalizerOrphan     = metav1.FinalizerOrphanDependents
+	finalizerForeground = metav1.FinalizerDeleteDependents
+)
+
+// deleteObject deletes with Kubernetes' semantics: preconditions; a propagation policy
+// of Orphan or Foreground adds its finalizer; finalizers or a grace period leave the
+// object marked with deletionTimestamp for their owners to finish; otherwise it is
+// removed. The status code is 200 when the object is gone and 202 when it is marked.
+func (s *Server) deleteObject(ctx context.Context, r *Resource, namespace, name string, opts metav1.DeleteOptions) (runtime.Object, int, error) {
 	gr := s.groupResource(r)
+	info := requestInfo{namespace: namespace, name: name}
+	if p := opts.PropagationPolicy; p != nil {
+		switch *p {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground, metav1.DeletePropagationBackground:
+		default:
+			return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy %q is not Orphan, Foreground or Background", *p))
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		obj, kv, err := s.read(req.Context(), r, info)
+		obj, kv, err := s.read(ctx, r, info)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, 0, err
 		}
 		acc, _ := meta.Accessor(obj)
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != acc.GetUID() {
-				writeError(w, apierrors.NewConflict(gr, info.name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, acc.GetUID())))
-				return
+				return nil, 0, apierrors.NewConflict(gr, name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, acc.GetUID()))
 			}
 			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
-				writeError(w, apierrors.NewConflict(gr, info.name, fmt.Errorf("precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, acc.GetResourceVersion())))
-				return
+				return nil, 0, apierrors.NewConflict(gr, name, fmt.Errorf("precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, acc.GetResourceVersion()))
 			}
 		}
+		if err := s.admit(ctx, nil, obj); err != nil {
+			return nil, 0, err
+		}
+		marked, changed := s.markForDeletion(r, obj, opts)
 		if len(opts.DryRun) > 0 {
-			writeObject(w, http.StatusOK, r, obj)
-			return
+			return obj, http.StatusOK, nil
 		}
-		if len(acc.GetFinalizers()) > 0 {
-			// Finalizers hold the object: mark it deleted and let their owners finish.
-			if acc.GetDeletionTimestamp() == nil {
-				now := metav1.NewTime(s.cfg.Clock.Now().Truncate(1e9))
-				acc.SetDeletionTimestamp(&now)
-				zero := int64(0)
-				acc.SetDeletionGracePeriodSeconds(&zero)
-				out, err := s.writeUpdate(req.Context(), r, info, obj, kv.Revision)
-				if errors.Is(err, storage.ErrConflict) && attempt < maxConflictRetries {
-					continue
-				}
-				if err != nil {
-					writeError(w, storageError(gr, info.name, err))
-					return
-				}
-				obj = out
+		if marked {
+			if !changed {
+				return obj, http.StatusAccepted, nil
 			}
-			writeObject(w, http.StatusOK, r, obj)
-			return
+			out, err := s.writeUpdate(ctx, r, info, obj, kv.Revision)
+			if errors.Is(err, storage.ErrConflict) && attempt < maxConflictRetries {
+				continue
+			}
+			if err != nil {
+				return nil, 0, storageError(gr, name, err)
+			}
+			return out, http.StatusAccepted, nil
 		}
-		rev, err := s.cfg.Store.Delete(req.Context(), r.key(info.namespace, info.name), kv.Revision)
+		rev, err := s.cfg.Store.Delete(ctx, r.key(namespace, name), kv.Revision)
 		if errors.Is(err, storage.ErrConflict) && attempt < maxConflictRetries {
 			continue
 		}
 		if err != nil {
-			writeError(w, storageError(gr, info.name, err))
-			return
+			return nil, 0, storageError(gr, name, err)
 		}
 		setResourceVersion(obj, rev)
-		writeObject(w, http.StatusOK, r, obj)
-		return
+		if r.Release != nil {
+			r.Release(ctx, obj)
+		}
+		return obj, http.StatusOK, nil
 	}
+}
+
+// markForDeletion decides whether a DELETE only marks obj (finalizers or a grace
+// period remain) and applies the marks. changed is false when obj already carried
+// them, so nothing needs writing.
+func (s *Server) markForDeletion(r *Resource, obj runtime.Object, opts metav1.DeleteOptions) (marked, changed bool) {
+	acc, _ := meta.Accessor(obj)
+	finalizers := acc.GetFinalizers()
+	if p := opts.PropagationPolicy; p != nil && *p != metav1.DeletePropagationBackground {
+		want, other := finalizerOrphan, finalizerForeground
+		if *p == metav1.DeletePropagationForeground {
+			want, other = finalizerForeground, finalizerOrphan
+		}
+		var out []string
+		for _, f := range finalizers {
+			if f != other && f != want {
+				out = append(out, f)
+			}
+		}
+		out = append(out, want)
+		if fmt.Sprint(out) != fmt.Sprint(finalizers) {
+			acc.SetFinalizers(out)
+			changed = true
+		}
+		finalizers = out
+	}
+	var grace int64
+	if r.GracePeriod != nil {
+		grace = r.GracePeriod(obj, opts.GracePeriodSeconds)
+	}
+	if grace <= 0 && len(finalizers) == 0 {
+		return false, false
+	}
+	now := s.cfg.Clock.Now().Truncate(time.Second)
+	if ts := acc.GetDeletionTimestamp(); ts == nil {
+		t := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+		acc.SetDeletionTimestamp(&t)
+		acc.SetDeletionGracePeriodSeconds(&grace)
+		changed = true
+	} else if cur := acc.GetDeletionGracePeriodSeconds(); grace > 0 && (cur == nil || grace < *cur) {
+		// A second DELETE may shorten the grace period, never lengthen it.
+		t := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+		acc.SetDeletionTimestamp(&t)
+		acc.SetDeletionGracePeriodSeconds(&grace)
+		changed = true
+	}
+	if grace <= 0 && len(finalizers) > 0 {
+		zero := int64(0)
+		if cur := acc.GetDeletionGracePeriodSeconds(); cur == nil || *cur != 0 {
+			acc.SetDeletionGracePeriodSeconds(&zero)
+			changed = true
+		}
+	}
+	if grace <= 0 && len(finalizers) == 0 {
+		return false, false
+	}
+	return true, changed
 }
 
 func storageError(gr schemaGR, name string, err error) error {

@@ -45,6 +45,8 @@ type Resource struct {
 	// Columns and Row make the Table output kubectl prints.
 	Columns []metav1.TableColumnDefinition
 	Row     func(obj runtime.Object, now time.Time) []any
+
+	Hooks
 }
 
 // GroupVersionKind of the resource's objects.

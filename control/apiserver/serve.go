@@ -13,17 +13,19 @@ import (
 
 // Serve serves handler on ln over TLS until ctx is done, then ends open requests (watches
 // see their context cancelled) and returns. tc must require and verify client
-// certificates: the API never serves anonymous clients.
+// certificates, or verify them when given (when bearer tokens are also accepted): the
+// handler authenticates every request and never serves anonymous clients.
 func Serve(ctx context.Context, ln net.Listener, handler http.Handler, tc *tls.Config, logger *slog.Logger) error {
-	if tc == nil || tc.ClientAuth != tls.RequireAndVerifyClientCert || tc.ClientCAs == nil {
-		return errors.New("serve: the TLS configuration must require client certificates verified against the cluster CA")
+	if tc == nil || tc.ClientCAs == nil ||
+		(tc.ClientAuth != tls.RequireAndVerifyClientCert && tc.ClientAuth != tls.VerifyClientCertIfGiven) {
+		return errors.New("serve: the TLS configuration must verify client certificates against the cluster CA")
 	}
 	tc = tc.Clone()
 	if len(tc.NextProtos) == 0 {
 		tc.NextProtos = []string{"h2", "http/1.1"}
 	}
 	srv := &http.Server{
-		Handler:           WithClientCertAuth(handler),
+		Handler:           handler,
 		TLSConfig:         tc,
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

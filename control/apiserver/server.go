@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,19 @@ type Config struct {
 	BookmarkInterval time.Duration
 	// MaxBodyBytes caps request bodies; 0 means 3 MiB, as kube-apiserver.
 	MaxBodyBytes int64
+
+	// Authenticators are tried in order; the first that recognises the request's
+	// credentials decides. Nil means client certificates only.
+	Authenticators []Authenticator
+	// Authorizer decides whether a user may make a request; nil allows everyone who
+	// authenticated (tests).
+	Authorizer Authorizer
+	// Admitters check writes with their objects, in order.
+	Admitters []Admitter
+	// OpenAPI serves /openapi/v3 when set.
+	OpenAPI bool
+	// Metrics, when set, is served at /metrics to authorized users.
+	MetricsHandler http.Handler
 }
 
 // Server is the HTTP handler of the API.
@@ -58,6 +72,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 3 << 20
 	}
+	if cfg.Authenticators == nil {
+		cfg.Authenticators = []Authenticator{ClientCertAuthenticator{}}
+	}
 	m, err := newRequestMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
@@ -69,7 +86,11 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	start := s.cfg.Clock.Now()
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-	verb, resource := s.serve(rec, req)
+	var verb, resource string
+	if req2, ok := s.authenticate(rec, req); ok {
+		req = req2
+		verb, resource = s.serve(rec, req)
+	}
 	s.metrics.observe(verb, resource, rec.code, s.cfg.Clock.Since(start))
 	s.cfg.Logger.Debug("request", "user", userFrom(req.Context()).Name, "method", req.Method,
 		"uri", req.URL.RequestURI(), "code", rec.code, "duration", s.cfg.Clock.Since(start))
@@ -79,9 +100,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, req *http.Request) (verb, resource string) {
 	path := req.URL.Path
 	switch {
+	case !s.authorize(w, req, nonResourceAttributes(req)):
+		return "unknown", ""
 	case path == "/version" || path == "/version/":
 		writeJSON(w, http.StatusOK, s.cfg.Version)
 		return "get", "version"
+	case path == "/metrics" && s.cfg.MetricsHandler != nil:
+		s.cfg.MetricsHandler.ServeHTTP(w, req)
+		return "get", "metrics"
 	case path == "/healthz" || path == "/livez" || path == "/readyz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
@@ -91,9 +117,12 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) (verb, resource
 	if s.serveDiscovery(w, req) {
 		return "get", "discovery"
 	}
+	if s.cfg.OpenAPI && s.serveOpenAPI(w, req) {
+		return "get", "openapi"
+	}
 	info, ok := parseResourcePath(path)
 	if !ok {
-		writeError(w, apierrors.NewNotFound(schemaGroupResource("", ""), ""))
+		writeError(w, notFoundPath(path))
 		return "unknown", ""
 	}
 	r, ok := s.cfg.Registry.Lookup(info.gv, info.plural)
@@ -105,6 +134,11 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) (verb, resource
 		writeError(w, err)
 		return "unknown", r.Plural
 	}
+	attrs := resourceAttributes(req, r, info)
+	if !s.authorize(w, req, attrs) {
+		return attrs.Verb, r.Plural
+	}
+	req = req.WithContext(context.WithValue(req.Context(), attributesKey{}, attrs))
 	verb = s.dispatch(w, req, r, info)
 	return verb, r.Plural
 }
@@ -123,6 +157,9 @@ func (s *Server) dispatch(w http.ResponseWriter, req *http.Request, r *Resource,
 		return "get"
 	case req.Method == http.MethodPost && info.name == "":
 		s.create(w, req, r, info)
+		return "create"
+	case req.Method == http.MethodPost && info.subresource != "":
+		s.action(w, req, r, info)
 		return "create"
 	case req.Method == http.MethodPut && info.name != "":
 		s.update(w, req, r, info)
@@ -144,7 +181,8 @@ func checkScope(r *Resource, info requestInfo) error {
 	if !r.Namespaced && info.namespace != "" {
 		return apierrors.NewNotFound(gr, info.name)
 	}
-	if info.subresource != "" && !(info.subresource == "status" && r.HasStatus) {
+	_, isAction := r.Actions[info.subresource]
+	if info.subresource != "" && !(info.subresource == "status" && r.HasStatus) && !isAction {
 		return apierrors.NewNotFound(gr, info.name+"/"+info.subresource)
 	}
 	if info.subresource != "" && info.name == "" {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"runtime"
 	"strconv"
 	"time"
@@ -68,6 +67,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	api, err := apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Logger: logger.With("component", "apiserver"), Metrics: metrics,
+		MetricsHandler: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), OpenAPI: true,
 		Version: version.Info{
 			Major: kubernetesMajor, Minor: kubernetesMinor,
 			GitVersion: fmt.Sprintf("v%s.%s.0+plinth.%s", kubernetesMajor, kubernetesMinor, plinthversion.String()),
@@ -77,9 +77,6 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
-	mux.Handle("/", api)
 
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	ln, err := net.Listen("tcp", addr)
@@ -99,7 +96,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return apiserver.Serve(gctx, ln, mux, authority.ServerTLSConfig(), logger) })
+	g.Go(func() error { return apiserver.Serve(gctx, ln, api, authority.ServerTLSConfig(), logger) })
 	g.Go(func() error {
 		select {
 		case err := <-etcdErrs:

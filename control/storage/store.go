@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -113,10 +114,25 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (List
 
 // Create stores value at key if no object is there, and returns the new revision.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	return s.CreateWithTTL(ctx, key, value, 0)
+}
+
+// CreateWithTTL is Create for an object etcd removes after ttl (through a lease);
+// updates keep the lease. A ttl of zero means no lifetime.
+func (s *Store) CreateWithTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error) {
 	k := s.full(key)
+	var opts []clientv3.OpOption
+	if ttl > 0 {
+		secs := int64((ttl + time.Second - 1) / time.Second)
+		lease, err := s.client.Grant(ctx, secs)
+		if err != nil {
+			return 0, fmt.Errorf("create %s: lease for %s: %w", key, ttl, err)
+		}
+		opts = append(opts, clientv3.WithLease(lease.ID))
+	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, string(value))).
+		Then(clientv3.OpPut(k, string(value), opts...)).
 		Commit()
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", key, err)
@@ -134,7 +150,8 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expect int
 	k := s.full(key)
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(k), "=", expect)).
-		Then(clientv3.OpPut(k, string(value))).
+		// An object with a lifetime keeps it across updates.
+		Then(clientv3.OpPut(k, string(value), clientv3.WithIgnoreLease())).
 		Else(clientv3.OpGet(k)).
 		Commit()
 	if err != nil {

@@ -77,7 +77,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 	nodeReg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onNode(obj) },
 		UpdateFunc: func(_, obj any) { c.onNode(obj) },
-		DeleteFunc: nil,
+		DeleteFunc: c.onNodeDelete,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nodelifecycle: adding node event handler: %w", err)

@@ -54,10 +54,14 @@ func TestRunMarksAtDeadline(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	done := make(chan error, 1)
+	// Stop everything before waiting for it, also when the test fails half-way.
+	defer func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	}()
+	factory.Start(ctx.Done())
 	go func() { done <- ctrl.Run(ctx) }()
 
 	// The ticker and the node's deadline timer.
@@ -107,6 +111,7 @@ func TestRunMarksAtDeadline(t *testing.T) {
 		if err != nil {
 			t.Errorf("Run returned %v after cancel, want nil", err)
 		}
+		done <- nil // for the deferred wait
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
