@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // action serves POST to a resource's action subresource (pods/eviction, pods/binding).
@@ -54,7 +55,11 @@ func (s *Server) action(w http.ResponseWriter, req *http.Request, r *Resource, i
 
 // decodeInto reads a body of any registered type into obj.
 func decodeInto(obj runtime.Object, req *http.Request, body []byte, validation string) ([]string, error) {
-	r := &Resource{Kind: fmt.Sprintf("%T", obj), New: func() runtime.Object { return obj }}
+	kinds, _, err := clientscheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(kinds) == 0 {
+		return nil, apierrors.NewInternalError(fmt.Errorf("action body %T is not a registered kind: %v", obj, err))
+	}
+	r := &Resource{GroupVersion: kinds[0].GroupVersion(), Kind: kinds[0].Kind, New: func() runtime.Object { return obj }}
 	decoded, warnings, err := decodeBody(r, req, body, validation)
 	if err != nil {
 		return nil, err

@@ -2,11 +2,22 @@ package apiserver
 
 import (
 	"net/http"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
+
+func sortedKeys(m map[string]Action) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 // allVerbs are the verbs every resource supports.
 var allVerbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
@@ -90,6 +101,14 @@ func (s *Server) writeResourceList(w http.ResponseWriter, gv schema.GroupVersion
 				Name: r.Plural + "/status", Namespaced: r.Namespaced, Kind: r.Kind,
 				Verbs: metav1.Verbs{"get", "patch", "update"},
 			})
+		}
+		for _, name := range sortedKeys(r.Actions) {
+			// kubectl drain looks for pods/eviction with its group, version and kind.
+			res := metav1.APIResource{Name: r.Plural + "/" + name, Namespaced: r.Namespaced, Verbs: metav1.Verbs{"create"}}
+			if kinds, _, err := clientscheme.Scheme.ObjectKinds(r.Actions[name].New()); err == nil && len(kinds) > 0 {
+				res.Group, res.Version, res.Kind = kinds[0].Group, kinds[0].Version, kinds[0].Kind
+			}
+			list.APIResources = append(list.APIResources, res)
 		}
 	}
 	writeJSON(w, http.StatusOK, list)
