@@ -109,20 +109,27 @@ func (c *Controller) Run(ctx context.Context) error {
 	ticker := c.clock.NewTicker(c.opts.MonitorPeriod)
 	defer ticker.Stop()
 
+	// swept is when the last sweep began: every deadline up to it has been decided.
+	swept := c.clock.Now()
 	c.sweep(ctx)
 	for {
 		var timer clock.Timer
 		var deadlineC <-chan time.Time
 		if next, ok := c.nextDeadline(); ok {
-			wait := next.Sub(c.clock.Now())
-			if wait <= 0 {
-				// The deadline passed while the last sweep ran; a sweep now decides
-				// that node, which then no longer has a deadline, so this cannot spin.
+			now := c.clock.Now()
+			switch {
+			case next.After(now):
+				timer = c.clock.NewTimer(next.Sub(now))
+				deadlineC = timer.C()
+			case next.After(swept):
+				// The deadline passed while the last sweep ran or just after it.
+				swept = now
 				c.sweep(ctx)
 				continue
+			default:
+				// A sweep after the deadline left the node undecided (the cache
+				// could not be listed); the ticker retries rather than a tight loop.
 			}
-			timer = c.clock.NewTimer(wait)
-			deadlineC = timer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -131,8 +138,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-ticker.C():
+			swept = c.clock.Now()
 			c.sweep(ctx)
 		case <-deadlineC:
+			swept = c.clock.Now()
 			c.sweep(ctx)
 		case <-c.newNode:
 			// Only the deadline needs recomputing.
@@ -160,11 +169,7 @@ func (c *Controller) sweep(ctx context.Context) {
 		return
 	}
 	now := c.clock.Now()
-	type silentNode struct {
-		node *v1.Node
-		v    verdict
-	}
-	var silent []silentNode
+	var silent []*v1.Node
 
 	c.mu.Lock()
 	present := make(map[string]bool, len(nodes))
@@ -183,7 +188,7 @@ func (c *Controller) sweep(ctx context.Context) {
 		// Decided by what the node object says, not by h.unknown, so conditions someone
 		// else set back without a heartbeat are corrected at the next sweep.
 		if !conditionsAllUnknown(&node.Status) {
-			silent = append(silent, silentNode{node, v})
+			silent = append(silent, node)
 		}
 	}
 	for name := range c.nodes {
@@ -193,17 +198,18 @@ func (c *Controller) sweep(ctx context.Context) {
 	}
 	c.mu.Unlock()
 
-	for _, s := range silent {
-		if err := c.markUnknown(ctx, s.node, s.v); err != nil {
-			c.logger.Error("setting node conditions to Unknown", "node", s.node.Name, "err", err)
+	for _, node := range silent {
+		if err := c.markUnknown(ctx, node); err != nil {
+			c.logger.Error("setting node conditions to Unknown", "node", node.Name, "err", err)
 		}
 	}
 }
 
 // markUnknown writes the Unknown conditions through the status subresource. node is the
-// cached copy the sweep decided on; after a conflict the node is fetched again and the
-// decision is taken again on it, because the conflict may be the node agent coming back.
-func (c *Controller) markUnknown(ctx context.Context, node *v1.Node, v verdict) error {
+// cached copy the sweep decided on. Before every attempt the decision is taken again,
+// because a heartbeat may have arrived since; after a conflict the node is fetched
+// again first, because the conflict may be the node agent coming back.
+func (c *Controller) markUnknown(ctx context.Context, node *v1.Node) error {
 	refetch := false
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if refetch {
@@ -216,12 +222,12 @@ func (c *Controller) markUnknown(ctx context.Context, node *v1.Node, v verdict) 
 				return fmt.Errorf("getting node %q after a conflict: %w", node.Name, err)
 			}
 			node = fresh
-			var healthy bool
-			if v, healthy = c.reobserve(node); healthy {
-				return nil
-			}
 		}
 		refetch = true
+		v, healthy := c.reobserve(node)
+		if healthy {
+			return nil
+		}
 
 		updated := node.DeepCopy()
 		changed := markConditionsUnknown(&updated.Status, node.CreationTimestamp, metav1.NewTime(c.clock.Now()))

@@ -403,3 +403,36 @@ func TestNewRejectsBadInput(t *testing.T) {
 		t.Error("registering the metrics twice went unreported")
 	}
 }
+
+func TestLeaseRenewalBetweenDecisionAndWriteWins(t *testing.T) {
+	h := newHarness(t)
+	h.newNode("n1", allConditions...)
+	h.renewLease("n1")
+	h.sweep()
+	h.step(50 * time.Second)
+	cached, err := h.ctrl.nodeLister.Get("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sweep would decide n1 silent now; a renewal arrives before the write.
+	h.renewLease("n1")
+	lease, err := h.ctrl.leaseLister.Leases(v1.NamespaceNodeLease).Get("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ctrl.onLease(lease)
+	if err := h.ctrl.markUnknown(h.ctx, cached); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.statusWrites(); got != 0 {
+		t.Fatalf("status writes = %d, want none over a fresh renewal", got)
+	}
+	// Without the renewal the same call writes: the check above can fail.
+	h.step(50 * time.Second)
+	if err := h.ctrl.markUnknown(h.ctx, cached); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.statusWrites(); got != 1 {
+		t.Fatalf("status writes = %d once the renewal is old, want 1", got)
+	}
+}
