@@ -1,0 +1,5 @@
+//go:build !race
+
+package cgroup_test
+
+const raceEnabled = false
