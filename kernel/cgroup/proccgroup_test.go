@@ -62,15 +62,15 @@ func TestProcessCgroupsFixtures(t *testing.T) {
 
 func TestParseProcCgroupMalformed(t *testing.T) {
 	for in, errHas := range map[string]string{
-		"":                             "no cgroup lines",
-		"4:memory\n":                   `line 1: "4:memory"`,
-		"x:memory:/a\n":                `hierarchy ID "x"`,
-		"4:memory:relative\n":          `"relative" does not start with /`,
-		"0:memory:/a\n":                `hierarchy 0 (cgroup v2) lists controllers "memory"`,
-		"0::/a\n0::/b\n":               "line 2: second cgroup v2",
-		"4::/a\n":                      "v1 hierarchy 4 lists no controllers",
-		"4:memory,:/a\n":               "empty controller name",
-		"4:memory:/a\n5:memory:/b\n":   `line 2: controller "memory" listed twice`,
+		"":                            "no cgroup lines",
+		"4:memory\n":                  `line 1: "4:memory"`,
+		"x:memory:/a\n":               `hierarchy ID "x"`,
+		"4:memory:relative\n":         `"relative" does not start with /`,
+		"0:memory:/a\n":               `hierarchy 0 (cgroup v2) lists controllers "memory"`,
+		"0::/a\n0::/b\n":              "line 2: second cgroup v2",
+		"4::/a\n":                     "v1 hierarchy 4 lists no controllers",
+		"4:memory,:/a\n":              "empty controller name",
+		"4:memory:/a\n5:memory:/b\n":  `line 2: controller "memory" listed twice`,
 		"1:cpu:/\n2:cpu,cpuacct:/x\n": `controller "cpu" listed twice`,
 	} {
 		if _, err := ParseProcCgroup(strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), errHas) {
