@@ -44,6 +44,6 @@ type OOMDetails struct {
 type Source interface {
 	// OOMEvents delivers kills until ctx ends; see Watcher.OOMEvents.
 	OOMEvents(ctx context.Context) <-chan OOMKill
-	// Dropped counts kills the kernel could not report because the buffer was full.
-	Dropped() (uint64, error)
+	// Lost counts kills the kernel could not report because the buffer was full.
+	Lost() (uint64, error)
 }

@@ -23,15 +23,15 @@ func (f *Fake) OOMEvents(ctx context.Context) <-chan OOMKill { return f.ch }
 // Kill queues k for the consumer; it blocks when 64 kills are already waiting.
 func (f *Fake) Kill(k OOMKill) { f.ch <- k }
 
-// SetDropped sets what Dropped returns.
-func (f *Fake) SetDropped(n uint64) {
+// SetLost sets what Lost returns.
+func (f *Fake) SetLost(n uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dropped = n
 }
 
-// Dropped returns the value given to SetDropped.
-func (f *Fake) Dropped() (uint64, error) {
+// Lost returns the value given to SetLost.
+func (f *Fake) Lost() (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.dropped, nil

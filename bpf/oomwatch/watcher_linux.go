@@ -87,11 +87,11 @@ func (w *Watcher) Mode() attach.Mode { return w.set.Mode }
 // OOMEvents delivers OOM kills until ctx ends or Close is called, then closes the
 // channel. Call it once: the ring buffer has one consumer, later calls get a closed
 // channel. Kills happening while nobody receives wait in a 64 KiB ring buffer (about
-// 500 kills), and beyond that are counted by Dropped.
+// 500 kills), and beyond that are counted by Lost.
 func (w *Watcher) OOMEvents(ctx context.Context) <-chan OOMKill { return w.events.Events(ctx) }
 
-// Dropped counts kills lost because the ring buffer was full.
-func (w *Watcher) Dropped() (uint64, error) {
+// Lost counts kills lost because the ring buffer was full.
+func (w *Watcher) Lost() (uint64, error) {
 	var n uint64
 	if err := w.dropped.Lookup(uint32(0), &n); err != nil {
 		return 0, fmt.Errorf("oomwatch: read drop counter: %w", err)
@@ -111,7 +111,7 @@ func decodeEvent(b []byte, pageSize uint64) (OOMKill, error) {
 	}
 	k := OOMKill{
 		PID:             int(e.Pid),
-		Comm:            commString(e.Comm),
+		Comm:            ringevents.Comm(e.Comm),
 		TriggerCgroupID: e.TriggerCgroupId,
 	}
 	if e.Flags&flagVictimCgroup != 0 {
@@ -130,15 +130,4 @@ func decodeEvent(b []byte, pageSize uint64) (OOMKill, error) {
 		}
 	}
 	return k, nil
-}
-
-func commString(c [16]int8) string {
-	b := make([]byte, 0, len(c))
-	for _, ch := range c {
-		if ch == 0 {
-			break
-		}
-		b = append(b, byte(ch))
-	}
-	return string(b)
 }

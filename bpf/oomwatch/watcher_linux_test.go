@@ -124,8 +124,8 @@ func oomKillIn(t *testing.T, mode attach.Mode) (*memcgtest.Cgroup, OOMKill) {
 			if cg.V2ID != 0 && k.TriggerCgroupID != cg.V2ID {
 				t.Errorf("TriggerCgroupID = %d, want the hog's own cgroup %d", k.TriggerCgroupID, cg.V2ID)
 			}
-			if n, err := w.Dropped(); err != nil || n != 0 {
-				t.Errorf("Dropped() = %d, %v; want 0", n, err)
+			if n, err := w.Lost(); err != nil || n != 0 {
+				t.Errorf("Lost() = %d, %v; want 0", n, err)
 			}
 			return cg, k
 		case <-timeout:

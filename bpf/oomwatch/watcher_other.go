@@ -37,8 +37,8 @@ func (w *Watcher) OOMEvents(ctx context.Context) <-chan OOMKill {
 	return ch
 }
 
-// Dropped fails.
-func (w *Watcher) Dropped() (uint64, error) { return 0, errNotLinux }
+// Lost fails.
+func (w *Watcher) Lost() (uint64, error) { return 0, errNotLinux }
 
 // Close does nothing.
 func (w *Watcher) Close() error { return nil }

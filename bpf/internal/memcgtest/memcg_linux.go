@@ -43,6 +43,15 @@ var MemoryCgroup = kerneltest.Feature{Name: "memory cgroup", Probe: func() error
 	return err
 }}
 
+// V2Tree needs a cgroup v2 hierarchy, alone or beside v1 ones (hybrid), since BPF
+// keys its per-cgroup data by cgroup v2 id.
+var V2Tree = kerneltest.Feature{Name: "cgroup v2 tree", Probe: func() error {
+	if isCgroup2(cgroupRoot) || isCgroup2(hybridV2) {
+		return nil
+	}
+	return fmt.Errorf("neither %s nor %s is a cgroup2 mount", cgroupRoot, hybridV2)
+}}
+
 // Cgroup is a memory-limited test cgroup.
 type Cgroup struct {
 	// MemoryPath carries the limit: a v1 memory cgroup, or the v2 cgroup.
