@@ -31,10 +31,12 @@ func (k StallKind) String() string {
 	return fmt.Sprintf("StallKind(%d)", int(k))
 }
 
-// The kernel accepts trigger windows from 500 ms to 10 s (kernel/sched/psi.c).
+// The kernel accepts trigger windows from 500 ms to 10 s (kernel/sched/psi.c), and
+// from a process without CAP_SYS_RESOURCE only multiples of 2 s.
 const (
-	MinWindow = 500 * time.Millisecond
-	MaxWindow = 10 * time.Second
+	MinWindow              = 500 * time.Millisecond
+	MaxWindow              = 10 * time.Second
+	UnprivilegedWindowStep = 2 * time.Second
 )
 
 var (

@@ -22,13 +22,16 @@ type triggerSys struct {
 
 // NewTrigger arms a PSI trigger on a pressure file (/proc/pressure/<res> or a cgroup v2
 // <res>.pressure): it fires when tasks stall (kind) for more than stall within any
-// window. The window must be 500 ms to 10 s and stall at most the window. It needs
-// write access to the file (root, or CAP_SYS_RESOURCE for windows that are not
-// multiples of 2 s on node-wide files).
+// window. The window must be 500 ms to 10 s and stall at most the window; without
+// CAP_SYS_RESOURCE it must also be a multiple of 2 s (see PrivilegedTriggers). It needs
+// write access to the file.
 func NewTrigger(path string, kind StallKind, stall, window time.Duration, opts ...TriggerOption) (*Trigger, error) {
 	spec, err := TriggerSpec(kind, stall, window)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if window%UnprivilegedWindowStep != 0 && !PrivilegedTriggers() {
+		return nil, fmt.Errorf("%s: psi trigger: window %v: without CAP_SYS_RESOURCE (which this process lacks) the kernel accepts only multiples of %v", path, window, UnprivilegedWindowStep)
 	}
 	o := newTriggerOptions(opts)
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -48,12 +51,26 @@ func NewTrigger(path string, kind StallKind, stall, window time.Duration, opts .
 	return &Trigger{path: path, spec: spec, clock: o.clock, sys: triggerSys{fd: fd, wake: wake}}, nil
 }
 
+// PrivilegedTriggers reports whether this process has CAP_SYS_RESOURCE, which the kernel
+// needs for trigger windows that are not multiples of 2 s. Such triggers are checked by
+// a dedicated kernel thread as stall accrues; unprivileged ones only by the averaging
+// work that runs every 2 s, so they fire up to about 2 s later. Root without the
+// capability (a sandbox that drops it) is unprivileged here.
+func PrivilegedTriggers() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[unix.CAP_SYS_RESOURCE/32].Effective&(1<<(unix.CAP_SYS_RESOURCE%32)) != 0
+}
+
 func armHint(err error) string {
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP):
 		return " (PSI is disabled: boot with psi=1)"
-	case errors.Is(err, unix.EPERM):
-		return " (needs root or CAP_SYS_RESOURCE)"
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return " (needs write access to the file)"
 	}
 	return ""
 }

@@ -25,3 +25,6 @@ func (t *Trigger) Wait(ctx context.Context) error { return errNotLinux }
 
 // Close does nothing.
 func (t *Trigger) Close() error { return nil }
+
+// PrivilegedTriggers is false: PSI exists only on Linux.
+func PrivilegedTriggers() bool { return false }
