@@ -1,6 +1,9 @@
 package attach
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Mode says which program variant to load.
 type Mode int
@@ -36,4 +39,19 @@ func ParseMode(s string) (Mode, error) {
 		}
 	}
 	return Auto, fmt.Errorf("BPF attach mode %q: want auto, tp_btf or tracepoint", s)
+}
+
+// RunStats are a program's run count and total run time, as the kernel accounts them
+// while statistics are enabled (EnableStats).
+type RunStats struct {
+	Runs    uint64
+	Runtime time.Duration
+}
+
+// PerRun is the mean run time, 0 before the first run.
+func (s RunStats) PerRun() time.Duration {
+	if s.Runs == 0 {
+		return 0
+	}
+	return s.Runtime / time.Duration(s.Runs)
 }

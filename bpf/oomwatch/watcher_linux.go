@@ -84,6 +84,10 @@ func Load(opts Options) (*Watcher, error) {
 // Mode is the program variant that was loaded (tp_btf or tracepoint).
 func (w *Watcher) Mode() attach.Mode { return w.set.Mode }
 
+// Stats returns each program's run count and run time, which the kernel accounts only
+// while attach.EnableStats is in effect.
+func (w *Watcher) Stats() (map[string]attach.RunStats, error) { return w.set.Stats() }
+
 // OOMEvents delivers OOM kills until ctx ends or Close is called, then closes the
 // channel. Call it once: the ring buffer has one consumer, later calls get a closed
 // channel. Kills happening while nobody receives wait in a 64 KiB ring buffer (about

@@ -30,6 +30,9 @@ func Load(opts Options) (*Watcher, error) { return nil, errNotLinux }
 // Mode returns Auto.
 func (w *Watcher) Mode() attach.Mode { return attach.Auto }
 
+// Stats fails.
+func (w *Watcher) Stats() (map[string]attach.RunStats, error) { return nil, errNotLinux }
+
 // OOMEvents returns a closed channel.
 func (w *Watcher) OOMEvents(ctx context.Context) <-chan OOMKill {
 	ch := make(chan OOMKill)

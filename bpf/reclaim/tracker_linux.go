@@ -97,6 +97,10 @@ func Load(opts Options) (*Tracker, error) {
 // Mode is the program variant that was loaded (tp_btf or tracepoint).
 func (t *Tracker) Mode() attach.Mode { return t.set.Mode }
 
+// Stats returns each program's run count and run time, which the kernel accounts only
+// while attach.EnableStats is in effect.
+func (t *Tracker) Stats() (map[string]attach.RunStats, error) { return t.set.Stats() }
+
 // ReclaimTotals returns the stall time per cgroup v2 id since Load, for cgroups that
 // stalled at least once.
 func (t *Tracker) ReclaimTotals() (map[uint64]ReclaimStat, error) {

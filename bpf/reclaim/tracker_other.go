@@ -32,6 +32,9 @@ func Load(opts Options) (*Tracker, error) { return nil, errNotLinux }
 // Mode returns Auto.
 func (t *Tracker) Mode() attach.Mode { return attach.Auto }
 
+// Stats fails.
+func (t *Tracker) Stats() (map[string]attach.RunStats, error) { return nil, errNotLinux }
+
 // ReclaimTotals fails.
 func (t *Tracker) ReclaimTotals() (map[uint64]ReclaimStat, error) { return nil, errNotLinux }
 
