@@ -13,15 +13,15 @@ func owner(name string) Owner { return Owner{Namespace: "default", Name: name, U
 
 func TestServiceIPBandSizes(t *testing.T) {
 	for _, tc := range []struct {
-		cidr         string
+		cidr          string
 		lower, usable uint64
 	}{
 		{"10.96.0.0/12", 256, 1<<20 - 2},
 		{"10.0.0.0/16", 256, 65534},
 		{"10.0.0.0/20", 256, 4094},
-		{"10.0.0.0/24", 16, 254},  // 256/16 = 16
-		{"10.0.0.0/25", 16, 126},  // 128/16 = 8, raised to the minimum 16
-		{"10.0.0.0/28", 0, 14},    // no larger than the minimum: no static band
+		{"10.0.0.0/24", 16, 254}, // 256/16 = 16
+		{"10.0.0.0/25", 16, 126}, // 128/16 = 8, raised to the minimum 16
+		{"10.0.0.0/28", 0, 14},   // no larger than the minimum: no static band
 		{"10.0.0.0/30", 0, 2},
 		{"fd00::/112", 256, 65535}, // IPv6 keeps the last address
 		{"fd00::/120", 16, 255},
