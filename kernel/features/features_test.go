@@ -1,0 +1,312 @@
+package features
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/plinth/plinth/kernel/cgroup"
+)
+
+func TestParseKernelRelease(t *testing.T) {
+	for _, tc := range []struct {
+		in                  string
+		major, minor, patch int
+	}{
+		{"6.18.44-fc-v769", 6, 18, 44},
+		{"5.15.0-91-generic", 5, 15, 0},
+		{"6.1.0-13-amd64", 6, 1, 0},
+		{"6.8.0-rc3", 6, 8, 0},
+		{"4.18.0-372.9.1.el8.x86_64", 4, 18, 0},
+		{"6.1", 6, 1, 0},
+		{"5.10.0+", 5, 10, 0},
+		{"6.12.", 6, 12, 0},
+	} {
+		v, err := ParseKernelRelease(tc.in)
+		if err != nil {
+			t.Errorf("ParseKernelRelease(%q): %v", tc.in, err)
+			continue
+		}
+		if v.Major != tc.major || v.Minor != tc.minor || v.Patch != tc.patch || v.Release != tc.in {
+			t.Errorf("ParseKernelRelease(%q) = %+v", tc.in, v)
+		}
+	}
+	for _, bad := range []string{"", "linux", "6", "6-generic", "6.x.1", "1.2.3.4", "99999999999.1"} {
+		if _, err := ParseKernelRelease(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
+			t.Errorf("ParseKernelRelease(%q) error = %v, want one quoting the release", bad, err)
+		}
+	}
+}
+
+func TestAtLeast(t *testing.T) {
+	v := KernelVersion{Major: 5, Minor: 13, Patch: 2}
+	for _, tc := range []struct {
+		major, minor int
+		want         bool
+	}{{5, 13, true}, {5, 8, true}, {4, 20, true}, {5, 14, false}, {6, 0, false}} {
+		if got := v.AtLeast(tc.major, tc.minor); got != tc.want {
+			t.Errorf("%v.AtLeast(%d, %d) = %v", v, tc.major, tc.minor, got)
+		}
+	}
+}
+
+func FuzzParseKernelRelease(f *testing.F) {
+	for _, s := range []string{"6.18.44-fc-v769", "5.15.0-91-generic", "6.1", "4.18.0-372.9.1.el8.x86_64", "1.2.3.4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		v, err := ParseKernelRelease(in)
+		if err != nil {
+			return
+		}
+		if v.Release != in || v.Major < 0 || v.Minor < 0 || v.Patch < 0 {
+			t.Fatalf("ParseKernelRelease(%q) = %+v", in, v)
+		}
+		// The numbers survive a round trip through their canonical form.
+		back, err := ParseKernelRelease(v.String())
+		if err != nil || back.Major != v.Major || back.Minor != v.Minor || back.Patch != v.Patch {
+			t.Fatalf("round trip of %q: %+v then %+v, %v", in, v, back, err)
+		}
+	})
+}
+
+// fakeHost is a System over a temporary tree, with statfs answering from a table.
+type fakeHost struct {
+	*System
+	root   string
+	magics map[string]int64
+	mounts []string
+}
+
+func newFakeHost(t *testing.T, release string) *fakeHost {
+	t.Helper()
+	root := t.TempDir()
+	h := &fakeHost{root: root, magics: map[string]int64{}}
+	h.System = &System{
+		ProcDir:         filepath.Join(root, "proc"),
+		SysDir:          filepath.Join(root, "sys"),
+		CgroupRoot:      filepath.Join(root, "sys/fs/cgroup"),
+		TracefsDir:      filepath.Join(root, "sys/kernel/tracing"),
+		DebugTracingDir: filepath.Join(root, "sys/kernel/debug/tracing"),
+		BPFFSDir:        filepath.Join(root, "sys/fs/bpf"),
+		Statfs: func(p string) (int64, error) {
+			if m, ok := h.magics[p]; ok {
+				return m, nil
+			}
+			return 0, &fs.PathError{Op: "statfs", Path: p, Err: fs.ErrNotExist}
+		},
+		ReadFile: os.ReadFile,
+		Release:  func() (string, error) { return release, nil },
+		Mount: func(source, target, fstype string, flags uintptr, data string) error {
+			h.mounts = append(h.mounts, fstype+" on "+target)
+			return nil
+		},
+	}
+	for _, d := range []string{"sys/kernel/tracing", "sys/fs/bpf"} {
+		h.mkdir(t, d)
+	}
+	return h
+}
+
+func (h *fakeHost) mkdir(t *testing.T, rel string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(h.root, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *fakeHost) write(t *testing.T, rel, content string) {
+	t.Helper()
+	h.mkdir(t, filepath.Dir(rel))
+	if err := os.WriteFile(filepath.Join(h.root, rel), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const memoryPressure = "some avg10=1.50 avg60=0.00 avg300=0.00 total=10\nfull avg10=0.25 avg60=0.00 avg300=0.00 total=5\n"
+
+func TestPSIProbe(t *testing.T) {
+	h := newFakeHost(t, "6.1.0")
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "CONFIG_PSI") {
+		t.Errorf("no /proc/pressure: %+v", r)
+	}
+	h.write(t, "proc/pressure/memory", memoryPressure)
+	if r := h.PSI(); !r.Available || r.Name != "psi" || !strings.Contains(r.Reason, "some avg10=1.50 full avg10=0.25") {
+		t.Errorf("enabled: %+v", r)
+	}
+	// psi=0 on a kernel with CONFIG_PSI: the file is there but reading it fails.
+	h.ReadFile = func(p string) ([]byte, error) {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EOPNOTSUPP}
+	}
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "disabled at boot; add psi=1") {
+		t.Errorf("disabled at boot: %+v", r)
+	}
+	h.ReadFile = func(string) ([]byte, error) { return []byte("garbage\n"), nil }
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "pressure/memory") {
+		t.Errorf("unparsable: %+v", r)
+	}
+}
+
+func TestBTFProbe(t *testing.T) {
+	h := newFakeHost(t, "6.1.0")
+	if r := h.BTF(); r.Available || !strings.Contains(r.Reason, "CONFIG_DEBUG_INFO_BTF") {
+		t.Errorf("no BTF: %+v", r)
+	}
+	h.write(t, "sys/kernel/btf/vmlinux", "")
+	if r := h.BTF(); r.Available || !strings.Contains(r.Reason, "empty") {
+		t.Errorf("empty BTF: %+v", r)
+	}
+	h.write(t, "sys/kernel/btf/vmlinux", strings.Repeat("x", 3<<20))
+	if r := h.BTF(); !r.Available || !strings.Contains(r.Reason, "3.0 MiB") {
+		t.Errorf("BTF: %+v", r)
+	}
+}
+
+func TestCgroupProbe(t *testing.T) {
+	h := newFakeHost(t, "6.1.0")
+	if _, r := h.Cgroups(); r.Available {
+		t.Errorf("nothing mounted: %+v", r)
+	}
+	h.magics[h.CgroupRoot] = cgroup.TmpfsMagic
+	if m, r := h.Cgroups(); m != cgroup.Legacy || !r.Available || !strings.Contains(r.Reason, "no per-cgroup PSI") {
+		t.Errorf("legacy: %v %+v", m, r)
+	}
+	h.magics[filepath.Join(h.CgroupRoot, "unified")] = cgroup.Cgroup2SuperMagic
+	if m, r := h.Cgroups(); m != cgroup.Hybrid || !strings.HasPrefix(r.Reason, "hybrid") {
+		t.Errorf("hybrid: %v %+v", m, r)
+	}
+	h.magics[h.CgroupRoot] = cgroup.Cgroup2SuperMagic
+	if m, r := h.Cgroups(); m != cgroup.Unified || !strings.HasPrefix(r.Reason, "unified") {
+		t.Errorf("unified: %v %+v", m, r)
+	}
+}
+
+func TestTracefsAndTracepoints(t *testing.T) {
+	h := newFakeHost(t, "6.1.0")
+	fork := Tracepoint{"sched", "sched_process_fork"}
+	h.write(t, "sys/kernel/tracing/events/sched/sched_process_fork/id", "312\n")
+
+	// The directory exists but nothing is mounted on it (statfs says sysfs).
+	h.magics[h.TracefsDir] = 0x62656572
+	if dir, r := h.Tracefs(); dir != "" || r.Available || !strings.Contains(r.Reason, "tracefs not mounted") {
+		t.Errorf("unmounted: %q %+v", dir, r)
+	}
+	if r := h.Tracepoint(fork); r.Available || !strings.Contains(r.Reason, "tracefs not mounted") {
+		t.Errorf("tracepoint without tracefs: %+v", r)
+	}
+
+	h.magics[h.TracefsDir] = TracefsMagic
+	if r := h.Tracepoint(fork); !r.Available || r.Name != "tracepoint sched:sched_process_fork" || r.Reason != "id 312" {
+		t.Errorf("tracepoint: %+v", r)
+	}
+	if r := h.Tracepoint(Tracepoint{"oom", "mark_victim"}); r.Available || !strings.Contains(r.Reason, "no oom:mark_victim in") {
+		t.Errorf("missing tracepoint: %+v", r)
+	}
+
+	// Only the debugfs one is mounted.
+	delete(h.magics, h.TracefsDir)
+	h.magics[h.DebugTracingDir] = TracefsMagic
+	if dir, r := h.Tracefs(); dir != h.DebugTracingDir || !r.Available {
+		t.Errorf("debugfs tracing: %q %+v", dir, r)
+	}
+
+	// A kernel without tracefs has no mount point either.
+	delete(h.magics, h.DebugTracingDir)
+	if err := os.RemoveAll(h.TracefsDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, r := h.Tracefs(); !strings.Contains(r.Reason, "CONFIG_TRACING") {
+		t.Errorf("no tracefs at all: %+v", r)
+	}
+}
+
+func TestParseTracepoint(t *testing.T) {
+	tp, err := ParseTracepoint("oom:mark_victim")
+	if err != nil || tp != (Tracepoint{"oom", "mark_victim"}) || tp.String() != "oom:mark_victim" {
+		t.Errorf("ParseTracepoint = %+v, %v", tp, err)
+	}
+	for _, bad := range []string{"", "oom", ":x", "x:", "a:b:c", "../x:y", "a b:c", "..:x"} {
+		if _, err := ParseTracepoint(bad); err == nil {
+			t.Errorf("ParseTracepoint(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestMounts(t *testing.T) {
+	h := newFakeHost(t, "6.1.0")
+	h.magics[h.TracefsDir] = 0x62656572 // sysfs: not mounted
+	h.magics[h.BPFFSDir] = BPFFSMagic   // already mounted
+	if err := h.MountTracefs(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.MountBPFFS(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"tracefs on " + h.TracefsDir}
+	if fmt.Sprint(h.mounts) != fmt.Sprint(want) {
+		t.Errorf("mounts = %q, want %q (bpffs was mounted already)", h.mounts, want)
+	}
+	if r := h.BPFFS(); !r.Available {
+		t.Errorf("BPFFS: %+v", r)
+	}
+	h.Mount = func(string, string, string, uintptr, string) error { return syscall.EPERM }
+	if err := h.MountTracefs(); !errors.Is(err, syscall.EPERM) || !strings.Contains(err.Error(), h.TracefsDir) {
+		t.Errorf("failing mount: %v", err)
+	}
+	delete(h.magics, h.BPFFSDir)
+	if r := h.BPFFS(); r.Available || !strings.Contains(r.Reason, "MountBPFFS") {
+		t.Errorf("BPFFS unmounted: %+v", r)
+	}
+}
+
+func TestReportOldKernel(t *testing.T) {
+	h := newFakeHost(t, "5.4.0-91-generic")
+	h.magics[h.CgroupRoot] = cgroup.TmpfsMagic
+	r := h.Probe(PressureTracepoints()...)
+	if !r.KernelResult.Available || r.Kernel.String() != "5.4.0" {
+		t.Errorf("kernel: %+v %+v", r.Kernel, r.KernelResult)
+	}
+	if r.RingBuffer.Available || !strings.Contains(r.RingBuffer.Reason, "5.8") {
+		t.Errorf("ring buffer on 5.4: %+v", r.RingBuffer)
+	}
+	if len(r.Tracepoints) != len(PressureTracepoints()) {
+		t.Errorf("%d tracepoint results, want %d", len(r.Tracepoints), len(PressureTracepoints()))
+	}
+	missing := map[string]bool{}
+	for _, m := range r.Missing() {
+		missing[m.Name] = true
+	}
+	for _, name := range []string{"btf", "psi", "ringbuf", "tracefs", "bpffs", "tracepoint oom:mark_victim"} {
+		if !missing[name] {
+			t.Errorf("%s not reported missing: %v", name, missing)
+		}
+	}
+	if missing["kernel"] || missing["cgroup"] {
+		t.Errorf("kernel or cgroup reported missing: %v", missing)
+	}
+	out := r.String()
+	for _, want := range []string{"kernel ", "ok", "5.4.0 (release 5.4.0-91-generic)", "psi ", "MISSING", "tracepoint block:block_rq_complete"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("String() lacks %q:\n%s", want, out)
+		}
+	}
+	if lines := strings.Count(out, "\n"); lines != len(r.Results()) {
+		t.Errorf("String() has %d lines, want one per result (%d):\n%s", lines, len(r.Results()), out)
+	}
+}
+
+func TestRingBufferNewKernel(t *testing.T) {
+	h := newFakeHost(t, "5.8.0")
+	if r := h.RingBuffer(); !r.Available {
+		t.Errorf("5.8: %+v", r)
+	}
+	h.Release = func() (string, error) { return "", errors.New("uname failed") }
+	if r := h.RingBuffer(); r.Available || !strings.Contains(r.Reason, "uname failed") {
+		t.Errorf("no release: %+v", r)
+	}
+}

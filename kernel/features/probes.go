@@ -1,0 +1,275 @@
+package features
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/plinth/plinth/kernel/cgroup"
+	"github.com/plinth/plinth/kernel/psi"
+	"github.com/plinth/plinth/kernel/sysinfo"
+)
+
+// Result is the outcome of one probe.
+type Result struct {
+	// Name says what was probed: "kernel", "btf", "psi", "cgroup", "ringbuf",
+	// "tracefs", "bpffs" or "tracepoint <group>:<name>".
+	Name      string
+	Available bool
+	// Reason says why, in words a person can act on ("disabled at boot; add psi=1 to the
+	// kernel command line").
+	Reason string
+}
+
+// Filesystem magic numbers from linux/magic.h.
+const (
+	TracefsMagic = 0x74726163
+	BPFFSMagic   = 0xcafe4a11
+)
+
+// System says where the probes look. HostSystem returns the running system's; tests
+// set the directories to fixture trees and replace the functions with fakes.
+type System struct {
+	ProcDir    string // /proc
+	SysDir     string // /sys
+	CgroupRoot string // /sys/fs/cgroup
+	// TracefsDir is where tracefs is (or would be) mounted: /sys/kernel/tracing.
+	TracefsDir string
+	// DebugTracingDir is tracefs under debugfs, used when TracefsDir is not mounted:
+	// /sys/kernel/debug/tracing.
+	DebugTracingDir string
+	BPFFSDir        string // /sys/fs/bpf
+
+	// Statfs returns the filesystem magic at a path.
+	Statfs cgroup.StatfsFunc
+	// ReadFile reads a file; PSI's "disabled at boot" shows only as a read error.
+	ReadFile func(path string) ([]byte, error)
+	// Release returns the kernel release (uname -r).
+	Release func() (string, error)
+	// Mount mounts a filesystem (mount(2)); used by MountTracefs and MountBPFFS.
+	Mount func(source, target, fstype string, flags uintptr, data string) error
+}
+
+// HostSystem returns a System that probes the running kernel.
+func HostSystem() *System {
+	return &System{
+		ProcDir:         "/proc",
+		SysDir:          "/sys",
+		CgroupRoot:      cgroup.DefaultRoot,
+		TracefsDir:      "/sys/kernel/tracing",
+		DebugTracingDir: "/sys/kernel/debug/tracing",
+		BPFFSDir:        "/sys/fs/bpf",
+		Statfs:          cgroup.HostStatfs,
+		ReadFile:        os.ReadFile,
+		Release:         sysinfo.KernelRelease,
+		Mount:           hostMount,
+	}
+}
+
+// Kernel parses the running kernel's release.
+func (s *System) Kernel() (KernelVersion, Result) {
+	r := Result{Name: "kernel"}
+	rel, err := s.Release()
+	if err != nil {
+		r.Reason = fmt.Sprintf("uname: %v", err)
+		return KernelVersion{}, r
+	}
+	v, err := ParseKernelRelease(rel)
+	if err != nil {
+		r.Reason = err.Error()
+		return KernelVersion{}, r
+	}
+	r.Available, r.Reason = true, fmt.Sprintf("%s (release %s)", v, rel)
+	return v, r
+}
+
+// RingBuffer tells whether BPF ring buffers (BPF_MAP_TYPE_RINGBUF) exist: Linux 5.8.
+func (s *System) RingBuffer() Result {
+	r := Result{Name: "ringbuf"}
+	v, kr := s.Kernel()
+	switch {
+	case !kr.Available:
+		r.Reason = "kernel version unknown: " + kr.Reason
+	case v.AtLeast(5, 8):
+		r.Available, r.Reason = true, fmt.Sprintf("kernel %d.%d has BPF ring buffers (5.8 or newer)", v.Major, v.Minor)
+	default:
+		r.Reason = fmt.Sprintf("kernel %d.%d predates BPF ring buffers (5.8); events fall back to perf buffers or are not collected", v.Major, v.Minor)
+	}
+	return r
+}
+
+// BTF tells whether the kernel exposes its type information for CO-RE.
+func (s *System) BTF() Result {
+	r := Result{Name: "btf"}
+	p := filepath.Join(s.SysDir, "kernel/btf/vmlinux")
+	st, err := os.Stat(p)
+	switch {
+	case err == nil && st.Size() > 0:
+		r.Available, r.Reason = true, fmt.Sprintf("%s (%.1f MiB)", p, float64(st.Size())/(1<<20))
+	case err == nil:
+		r.Reason = p + " is empty"
+	case errors.Is(err, fs.ErrNotExist):
+		r.Reason = fmt.Sprintf("no %s: kernel built without CONFIG_DEBUG_INFO_BTF; BPF programs need BTF", p)
+	default:
+		r.Reason = err.Error()
+	}
+	return r
+}
+
+// PSI tells whether pressure stall information is present and enabled. A kernel built
+// with CONFIG_PSI but booted with psi=0 (or built with CONFIG_PSI_DEFAULT_DISABLED and
+// booted without psi=1) has /proc/pressure, but reading it fails with EOPNOTSUPP: that
+// counts as absent.
+func (s *System) PSI() Result {
+	r := Result{Name: "psi"}
+	p := filepath.Join(s.ProcDir, "pressure/memory")
+	b, err := s.ReadFile(p)
+	switch {
+	case errors.Is(err, syscall.EOPNOTSUPP):
+		r.Reason = "present but disabled at boot; add psi=1 to the kernel command line"
+		return r
+	case errors.Is(err, fs.ErrNotExist):
+		r.Reason = fmt.Sprintf("no %s: kernel built without CONFIG_PSI", p)
+		return r
+	case err != nil:
+		r.Reason = err.Error()
+		return r
+	}
+	pr, err := psi.Parse(strings.NewReader(string(b)))
+	if err != nil {
+		r.Reason = fmt.Sprintf("%s: %v", p, err)
+		return r
+	}
+	r.Available = true
+	r.Reason = fmt.Sprintf("enabled (memory some avg10=%.2f full avg10=%.2f)", pr.Some.Avg10, pr.Full.Avg10)
+	return r
+}
+
+// Cgroups tells the cgroup mode. Every mode is usable; per-cgroup PSI needs the v2
+// tree, which legacy hosts lack.
+func (s *System) Cgroups() (cgroup.Mode, Result) {
+	r := Result{Name: "cgroup"}
+	m, err := cgroup.DetectMode(s.CgroupRoot, s.Statfs)
+	if err != nil {
+		r.Reason = err.Error()
+		return 0, r
+	}
+	r.Available = true
+	switch m {
+	case cgroup.Unified:
+		r.Reason = fmt.Sprintf("unified: cgroup v2 at %s", s.CgroupRoot)
+	case cgroup.Hybrid:
+		r.Reason = fmt.Sprintf("hybrid: v1 controllers under %s, v2 tree (per-cgroup PSI) at %s", s.CgroupRoot, filepath.Join(s.CgroupRoot, "unified"))
+	default:
+		r.Reason = fmt.Sprintf("legacy: cgroup v1 only under %s; no per-cgroup PSI", s.CgroupRoot)
+	}
+	return m, r
+}
+
+// Tracefs finds a mounted tracefs: TracefsDir, else the one under debugfs. dir is ""
+// when none is mounted.
+func (s *System) Tracefs() (dir string, r Result) {
+	r = Result{Name: "tracefs"}
+	for _, d := range []string{s.TracefsDir, s.DebugTracingDir} {
+		if m, err := s.Statfs(d); err == nil && m == TracefsMagic {
+			r.Available, r.Reason = true, "mounted at "+d
+			return d, r
+		}
+	}
+	if _, err := os.Stat(s.TracefsDir); errors.Is(err, fs.ErrNotExist) {
+		r.Reason = fmt.Sprintf("tracefs not mounted, and no %s to mount it on (kernel without CONFIG_TRACING?)", s.TracefsDir)
+		return "", r
+	}
+	r.Reason = fmt.Sprintf("tracefs not mounted at %s (nor under debugfs at %s); MountTracefs mounts it", s.TracefsDir, s.DebugTracingDir)
+	return "", r
+}
+
+// Tracepoint is a kernel tracepoint, such as oom:mark_victim.
+type Tracepoint struct {
+	Group, Name string
+}
+
+// String prints group:name.
+func (tp Tracepoint) String() string { return tp.Group + ":" + tp.Name }
+
+// ParseTracepoint reads "group:name".
+func ParseTracepoint(s string) (Tracepoint, error) {
+	g, n, ok := strings.Cut(s, ":")
+	if !ok || g == "" || n == "" || strings.ContainsAny(s, "/ ") || strings.Count(s, ":") != 1 || g == ".." || n == ".." {
+		return Tracepoint{}, fmt.Errorf("tracepoint %q: want group:name, such as sched:sched_process_fork", s)
+	}
+	return Tracepoint{Group: g, Name: n}, nil
+}
+
+// PressureTracepoints are the tracepoints plinthd's BPF programs attach to: OOM kills,
+// direct reclaim, process fork and exit, and block I/O.
+func PressureTracepoints() []Tracepoint {
+	return []Tracepoint{
+		{"oom", "mark_victim"},
+		{"vmscan", "mm_vmscan_direct_reclaim_begin"},
+		{"vmscan", "mm_vmscan_direct_reclaim_end"},
+		{"sched", "sched_process_fork"},
+		{"sched", "sched_process_exit"},
+		{"block", "block_rq_issue"},
+		{"block", "block_rq_complete"},
+	}
+}
+
+// Tracepoint tells whether tp exists, from events/<group>/<name>/id in tracefs.
+func (s *System) Tracepoint(tp Tracepoint) Result {
+	r := Result{Name: "tracepoint " + tp.String()}
+	dir, tr := s.Tracefs()
+	if dir == "" {
+		r.Reason = tr.Reason
+		return r
+	}
+	id := filepath.Join(dir, "events", tp.Group, tp.Name, "id")
+	b, err := s.ReadFile(id)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			r.Reason = fmt.Sprintf("no %s in %s/events", tp, dir)
+		} else {
+			r.Reason = err.Error()
+		}
+		return r
+	}
+	r.Available, r.Reason = true, fmt.Sprintf("id %s", strings.TrimSpace(string(b)))
+	return r
+}
+
+// BPFFS tells whether bpffs is mounted at BPFFSDir (needed to pin BPF objects).
+func (s *System) BPFFS() Result {
+	r := Result{Name: "bpffs"}
+	if m, err := s.Statfs(s.BPFFSDir); err == nil && m == BPFFSMagic {
+		r.Available, r.Reason = true, "mounted at "+s.BPFFSDir
+		return r
+	}
+	r.Reason = fmt.Sprintf("bpffs not mounted at %s; MountBPFFS mounts it", s.BPFFSDir)
+	return r
+}
+
+// MountTracefs mounts tracefs at TracefsDir unless a tracefs is there already.
+func (s *System) MountTracefs() error {
+	return s.mountOnce("tracefs", s.TracefsDir, TracefsMagic)
+}
+
+// MountBPFFS mounts bpffs at BPFFSDir unless a bpffs is there already.
+func (s *System) MountBPFFS() error {
+	return s.mountOnce("bpf", s.BPFFSDir, BPFFSMagic)
+}
+
+func (s *System) mountOnce(fstype, dir string, magic int64) error {
+	if m, err := s.Statfs(dir); err == nil && m == magic {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("mount %s at %s: %w", fstype, dir, err)
+	}
+	if err := s.Mount(fstype, dir, fstype, mountFlags, ""); err != nil {
+		return fmt.Errorf("mount %s at %s: %w", fstype, dir, err)
+	}
+	return nil
+}
