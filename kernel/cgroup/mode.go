@@ -79,3 +79,6 @@ func DetectMode(root string, statfs StatfsFunc) (Mode, error) {
 // isNotExist is true for a missing path: fs.ErrNotExist matches ENOENT from the real
 // statfs as well as the errors fakes return.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// HostMode returns the running system's cgroup mode.
+func HostMode() (Mode, error) { return DetectMode(DefaultRoot, HostStatfs) }
