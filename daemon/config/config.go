@@ -1,10 +1,13 @@
 package config
 
 import (
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plinth/plinth/daemon/pressure"
 )
 
 // Where plinthd looks for its configuration when no flag says otherwise.
@@ -53,6 +56,31 @@ type Config struct {
 	SystemReserved map[string]string `json:"systemReserved"`
 	// KubeReserved is kept back for plinthd and its helpers: resource name -> quantity.
 	KubeReserved map[string]string `json:"kubeReserved"`
+
+	// EvictionHard maps eviction signals to hard thresholds ("100Mi", "10%"). It is
+	// merged key by key over the defaults, like every map here, so a file names only
+	// the thresholds it changes; "0%" turns one off.
+	EvictionHard map[string]string `json:"evictionHard"`
+	// EvictionSoft maps signals to soft thresholds; each needs a grace period.
+	EvictionSoft map[string]string `json:"evictionSoft"`
+	// EvictionSoftGracePeriod maps signals to how long their soft threshold must stay
+	// crossed before pods are evicted.
+	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod"`
+	// EvictionMinimumReclaim maps signals to how far above the threshold eviction
+	// brings the signal before it stops.
+	EvictionMinimumReclaim map[string]string `json:"evictionMinimumReclaim"`
+	// EvictionPressureTransitionPeriod is how long a pressure condition stays True
+	// after the last crossing.
+	EvictionPressureTransitionPeriod metav1.Duration `json:"evictionPressureTransitionPeriod"`
+	// EvictionEvaluationInterval is the longest time between two pressure
+	// evaluations; events (PSI triggers, OOM kills, ...) evaluate at once.
+	EvictionEvaluationInterval metav1.Duration `json:"evictionEvaluationInterval"`
+	// NodefsPath is a directory on the filesystem the nodefs signals measure; empty
+	// means stateDir (see NodefsDir).
+	NodefsPath string `json:"nodefsPath"`
+	// ImagefsPath is a directory on the filesystem the imagefs signals measure; empty
+	// means stateDir/images (see ImagefsDir).
+	ImagefsPath string `json:"imagefsPath"`
 }
 
 // Defaults returns the configuration used where neither a file nor a flag says
@@ -67,5 +95,62 @@ func Defaults() Config {
 		LockFile:                  "/run/plinth/plinthd.lock",
 		StateDir:                  "/var/lib/plinth",
 		MaxPods:                   110,
+
+		EvictionHard:                     pressure.DefaultEvictionHard(),
+		EvictionPressureTransitionPeriod: metav1.Duration{Duration: pressure.DefaultPressureTransitionPeriod},
+		EvictionEvaluationInterval:       metav1.Duration{Duration: pressure.DefaultEvaluationInterval},
 	}
+}
+
+// NodefsDir is the directory whose filesystem is nodefs: nodefsPath, or stateDir
+// when that is empty, so moving stateDir moves nodefs with it.
+func (c Config) NodefsDir() string {
+	if c.NodefsPath != "" {
+		return c.NodefsPath
+	}
+	return c.StateDir
+}
+
+// ImagefsDir is the directory whose filesystem is imagefs: imagefsPath, or the
+// images directory under stateDir when that is empty.
+func (c Config) ImagefsDir() string {
+	if c.ImagefsPath != "" {
+		return c.ImagefsPath
+	}
+	return filepath.Join(c.StateDir, "images")
+}
+
+// PressureConfig is the pressure manager's configuration: the parsed thresholds and
+// the periods. The configuration must have passed Validate.
+func (c Config) PressureConfig() (pressure.Config, error) {
+	thresholds, err := pressure.ParseThresholds(c.thresholdSpec())
+	if err != nil {
+		return pressure.Config{}, err
+	}
+	return pressure.Config{
+		Thresholds:               thresholds,
+		PressureTransitionPeriod: c.EvictionPressureTransitionPeriod.Duration,
+		EvaluationInterval:       c.EvictionEvaluationInterval.Duration,
+		PodGoneTimeout:           pressure.DefaultPodGoneTimeout,
+	}, nil
+}
+
+func (c Config) thresholdSpec() pressure.ThresholdSpec {
+	return pressure.ThresholdSpec{
+		Hard:            c.EvictionHard,
+		Soft:            c.EvictionSoft,
+		SoftGracePeriod: durations(c.EvictionSoftGracePeriod),
+		MinimumReclaim:  c.EvictionMinimumReclaim,
+	}
+}
+
+func durations(m map[string]metav1.Duration) map[string]time.Duration {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]time.Duration, len(m))
+	for k, v := range m {
+		out[k] = v.Duration
+	}
+	return out
 }

@@ -1,13 +1,17 @@
 package config
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/plinth/plinth/daemon/pressure"
 )
 
 // configSeeds are YAML documents, valid and not, that start the fuzzers.
@@ -38,11 +42,25 @@ var configSeeds = []string{
 	"{\"maxPods\": 7, \"nodeLabels\": {\"x\": \"y\"}}",
 	"hostnameOverride: &a node-1\nkubeconfig: *a\n",
 	"nodeLabels: !!map {a: b}\n",
+	"evictionHard: {memory.available: 200Mi, nodefs.available: '12.5%', imagefs.available: 0%}\n",
+	"evictionHard: {memory.available: null}\n",
+	"evictionHard: {memory.free: 1Gi}\nevictionMinimumReclaim: {nodefs.available: 101%}\n",
+	"evictionSoft: {memory.available: 1Gi}\nevictionSoftGracePeriod: {memory.available: 1m30s}\n",
+	"evictionSoft: {memory.available: 1Gi}\n",
+	"evictionSoftGracePeriod: {pid.available: 10s}\n",
+	"evictionSoftGracePeriod: {memory.available: -1s}\n",
+	"evictionSoftGracePeriod: {memory.available: 90}\n",
+	"evictionMinimumReclaim: {memory.available: 0.5Gi, nodefs.inodesFree: 1%}\n",
+	"evictionPressureTransitionPeriod: 0s\nevictionEvaluationInterval: 250ms\n",
+	"evictionEvaluationInterval: 1ms\n",
+	"nodefsPath: /srv/pods\nimagefsPath: images\n",
 }
 
 // FuzzParseFile feeds arbitrary bytes to the file parser. Invariants: no panic; a
-// document the parser accepts decodes over the defaults, passes Validate, and
-// survives a round trip through YAML unchanged.
+// document the parser accepts decodes over the defaults, passes every per-field rule,
+// and survives a round trip through YAML unchanged. (Rules that compare two fields,
+// such as a soft threshold needing its grace period, apply only to the merged
+// configuration, since another file may supply the other half.)
 func FuzzParseFile(f *testing.F) {
 	for _, s := range configSeeds {
 		f.Add([]byte(s))
@@ -56,9 +74,10 @@ func FuzzParseFile(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted document %s does not decode: %v", doc, err)
 		}
-		if err := c.Validate(); err != nil {
-			t.Fatalf("accepted document %s gives an invalid config: %v", doc, err)
+		if errs := c.validate(); len(errs) > 0 {
+			t.Fatalf("accepted document %s gives an invalid config: %v", doc, errs.ToAggregate())
 		}
+		checkAcrossFields(t, c)
 		out, err := yaml.Marshal(c)
 		if err != nil {
 			t.Fatalf("marshal %+v: %v", c, err)
@@ -78,8 +97,9 @@ func FuzzParseFile(f *testing.F) {
 }
 
 // FuzzMergeFiles merges two documents. Invariants: no panic; two documents that are
-// each accepted merge into a valid config; what the second sets wins: its scalars and
-// lists replace the first's, and its map entries are all present.
+// each accepted merge into a config that passes every per-field rule; what the second
+// sets wins: its scalars and lists replace the first's, and its map entries are all
+// present.
 func FuzzMergeFiles(f *testing.F) {
 	for i, a := range configSeeds {
 		f.Add([]byte(a), []byte(configSeeds[(i+7)%len(configSeeds)]))
@@ -97,9 +117,10 @@ func FuzzMergeFiles(f *testing.F) {
 		if err != nil {
 			t.Fatalf("merging accepted documents failed: %v\n%s\n%s", err, docA, docB)
 		}
-		if err := merged.Validate(); err != nil {
-			t.Fatalf("merging valid documents gave an invalid config: %v\n%s\n%s", err, docA, docB)
+		if errs := merged.validate(); len(errs) > 0 {
+			t.Fatalf("merging valid documents gave an invalid config: %v\n%s\n%s", errs.ToAggregate(), docA, docB)
 		}
+		checkAcrossFields(t, merged)
 		onlyB, err := mergeDocuments(configSchema, [][]byte{docB})
 		if err != nil {
 			t.Fatalf("decoding accepted document: %v", err)
@@ -134,6 +155,34 @@ func FuzzMergeFiles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkAcrossFields checks that Validate of a config whose fields are each valid
+// fails exactly when the cross-field rules do, and that a config it accepts gives the
+// pressure manager a configuration it accepts.
+func checkAcrossFields(t *testing.T, c Config) {
+	t.Helper()
+	across := c.validateAcrossFields()
+	err := c.Validate()
+	if (err == nil) != (len(across) == 0) {
+		t.Fatalf("Validate() = %v but the cross-field rules say %v", err, across.ToAggregate())
+	}
+	if err != nil {
+		return
+	}
+	pc, err := c.PressureConfig()
+	if err != nil {
+		t.Fatalf("valid config gives no pressure config: %v", err)
+	}
+	if _, err := pressure.NewManager(pc, pressure.Deps{Source: nopSource{}, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatalf("valid config gives a pressure config the manager refuses: %v", err)
+	}
+}
+
+type nopSource struct{}
+
+func (nopSource) Observe(context.Context) (pressure.Observations, error) {
+	return pressure.Observations{}, nil
 }
 
 func asJSONObject(t *testing.T, c Config) map[string]any {

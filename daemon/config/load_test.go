@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -382,6 +383,22 @@ stateDir: /srv/plinth
 maxPods: 250
 systemReserved: {cpu: 500m, memory: 1Gi, ephemeral-storage: 10Gi, pid: "1000"}
 kubeReserved: {cpu: 100m, memory: 256Mi}
+evictionHard:
+  memory.available: 200Mi
+  imagefs.available: 0%
+evictionSoft:
+  memory.available: 1Gi
+  nodefs.available: 15%
+evictionSoftGracePeriod:
+  memory.available: 1m30s
+  nodefs.available: 5m
+evictionMinimumReclaim:
+  memory.available: 100Mi
+  nodefs.inodesFree: 1%
+evictionPressureTransitionPeriod: 2m
+evictionEvaluationInterval: 500ms
+nodefsPath: /srv/plinth/pods
+imagefsPath: /srv/images
 `})
 	c, _ := mustLoadDir(t, dir)
 	want := Config{
@@ -398,6 +415,17 @@ kubeReserved: {cpu: 100m, memory: 256Mi}
 		MaxPods:                  250,
 		SystemReserved:           map[string]string{"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "10Gi", "pid": "1000"},
 		KubeReserved:             map[string]string{"cpu": "100m", "memory": "256Mi"},
+		// Merged key by key over the default hard thresholds.
+		EvictionHard: map[string]string{"memory.available": "200Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
+			"imagefs.available": "0%", "imagefs.inodesFree": "5%", "pid.available": "5%"},
+		EvictionSoft: map[string]string{"memory.available": "1Gi", "nodefs.available": "15%"},
+		EvictionSoftGracePeriod: map[string]metav1.Duration{"memory.available": {Duration: 90 * time.Second},
+			"nodefs.available": {Duration: 5 * time.Minute}},
+		EvictionMinimumReclaim:           map[string]string{"memory.available": "100Mi", "nodefs.inodesFree": "1%"},
+		EvictionPressureTransitionPeriod: metav1.Duration{Duration: 2 * time.Minute},
+		EvictionEvaluationInterval:       metav1.Duration{Duration: 500 * time.Millisecond},
+		NodefsPath:                       "/srv/plinth/pods",
+		ImagefsPath:                      "/srv/images",
 	}
 	want.NodeStatusUpdateFrequency.Duration = 15 * time.Second
 	want.NodeStatusReportFrequency.Duration = time.Minute

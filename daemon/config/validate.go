@@ -8,17 +8,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/plinth/plinth/daemon/pressure"
 )
 
 // Validate checks every field and returns the errors joined, each a *field.Error naming
 // the field (as a JSON path such as registerWithTaints[1].effect) and the value.
 func (c Config) Validate() error {
-	return joinFieldErrors(c.validate())
+	return joinFieldErrors(append(c.validate(), c.validateAcrossFields()...))
 }
 
 // validate holds only per-field rules. Each file is checked on its own over the defaults
@@ -58,7 +61,47 @@ func (c Config) validate() field.ErrorList {
 	}
 	errs = append(errs, validateReserved(field.NewPath("systemReserved"), c.SystemReserved)...)
 	errs = append(errs, validateReserved(field.NewPath("kubeReserved"), c.KubeReserved)...)
+	errs = append(errs, c.validateEviction()...)
 	return errs
+}
+
+// minEvaluationInterval keeps a mistyped evictionEvaluationInterval ("1ms") from
+// turning the pressure manager into a busy loop.
+const minEvaluationInterval = 10 * time.Millisecond
+
+// validateEviction checks the eviction fields one by one; the thresholds' own rules
+// are the pressure package's, so they cannot drift from what the manager accepts.
+func (c Config) validateEviction() field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, pressure.ValidateThresholdValues(field.NewPath(pressure.FieldEvictionHard), c.EvictionHard)...)
+	errs = append(errs, pressure.ValidateThresholdValues(field.NewPath(pressure.FieldEvictionSoft), c.EvictionSoft)...)
+	errs = append(errs, pressure.ValidateGracePeriods(field.NewPath(pressure.FieldEvictionSoftGracePeriod),
+		durations(c.EvictionSoftGracePeriod))...)
+	errs = append(errs, pressure.ValidateMinimumReclaim(field.NewPath(pressure.FieldEvictionMinimumReclaim),
+		c.EvictionMinimumReclaim)...)
+	if d := c.EvictionPressureTransitionPeriod.Duration; d < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("evictionPressureTransitionPeriod"), d.String(),
+			`must be 0 or a positive duration such as "5m"`))
+	}
+	if d := c.EvictionEvaluationInterval.Duration; d < minEvaluationInterval {
+		errs = append(errs, field.Invalid(field.NewPath("evictionEvaluationInterval"), d.String(),
+			fmt.Sprintf(`must be at least %s, such as "1s"`, minEvaluationInterval)))
+	}
+	if c.NodefsPath != "" {
+		errs = append(errs, validateAbsPath(field.NewPath("nodefsPath"), c.NodefsPath)...)
+	}
+	if c.ImagefsPath != "" {
+		errs = append(errs, validateAbsPath(field.NewPath("imagefsPath"), c.ImagefsPath)...)
+	}
+	return errs
+}
+
+// validateAcrossFields holds the rules that compare two fields. They run only on the
+// merged configuration (Validate), never file by file: a soft threshold in one drop-in
+// may get its grace period from another.
+func (c Config) validateAcrossFields() field.ErrorList {
+	return pressure.ValidateSoftGracePairs(field.NewPath(pressure.FieldEvictionSoft),
+		field.NewPath(pressure.FieldEvictionSoftGracePeriod), c.EvictionSoft, durations(c.EvictionSoftGracePeriod))
 }
 
 // Label domains under kubernetes.io that an operator may set on a node; everything
