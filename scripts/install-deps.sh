@@ -41,3 +41,26 @@ if ! command -v kubectl >/dev/null; then
 	echo "install-deps: kubectl is required by the end-to-end tests (expected at /usr/bin/kubectl)" >&2
 	exit 1
 fi
+
+# --- Generate-time tools (only for `install-deps.sh generate`, so `make test` never
+# needs them): `go generate` compiles bpf/**/*.c with bpf2go, pinned to clang-14 and
+# llvm-strip-14 so the committed objects are reproducible; bpftool dumps
+# bpf/headers/vmlinux.h (see bpf/README.md).
+install_generate_tools() {
+	local tools=(clang-14 llvm-14 libbpf-dev bpftool) want=() p
+	for p in "${tools[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || want+=("$p")
+	done
+	((${#want[@]})) || return 0
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "install-deps: generate needs ${want[*]}; run as root or install them" >&2
+		exit 1
+	fi
+	echo "install-deps: installing ${want[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+}
+if [[ ${1:-} == generate ]]; then
+	install_generate_tools
+fi

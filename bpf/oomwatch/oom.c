@@ -76,7 +76,7 @@ static __always_inline __u64 rss_pages(struct mm_struct *mm, int member)
 }
 
 /*
- * Kernels from 6.8 pass the victim's task_struct. On older kernels the argument is the
+ * Recent kernels pass the victim's task_struct. On older ones (6.1) the argument is the
  * pid alone, the verifier refuses the dereferences below, and the loader falls back to
  * the plain tracepoint.
  */

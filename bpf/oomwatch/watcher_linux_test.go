@@ -16,7 +16,7 @@ import (
 	"github.com/plinth/plinth/internal/kerneltest"
 )
 
-// victimTaskArg needs oom:mark_victim to pass the victim's task_struct (Linux 6.8 on);
+// victimTaskArg needs oom:mark_victim to pass the victim's task_struct (recent kernels);
 // before that the tp_btf program cannot read the victim and Auto uses the tracepoint.
 var victimTaskArg = kerneltest.Feature{Name: "tp_btf mark_victim(struct task_struct *)", Probe: func() error {
 	spec, err := btf.LoadKernelSpec()
@@ -131,6 +131,26 @@ func oomKillIn(t *testing.T, mode attach.Mode) (*memcgtest.Cgroup, OOMKill) {
 		case <-timeout:
 			t.Fatalf("no OOM event for pid %d within 5 s of its death", pid)
 		}
+	}
+}
+
+// On kernels whose mark_victim passes only the pid, the verifier refuses the tp_btf
+// program's dereferences and Auto must fall back. Attaching it to a tracepoint whose
+// first argument is an int stands in for such a kernel.
+func TestScalarArgumentFallsBack(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.BTF)
+	spec, err := loadOom()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Programs[oomProgOomMarkVictimBtf].AttachTo = "mm_vmscan_direct_reclaim_begin" // (int order, gfp_t)
+	set, err := attach.Load(spec, attach.Auto, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if set.Mode != attach.Tracepoints {
+		t.Errorf("loaded %v; want the tracepoint fallback", set.Mode)
 	}
 }
 

@@ -45,7 +45,7 @@ func TestMemcgReclaimStall(t *testing.T) {
 			if !ok || st.MemcgCount == 0 || st.MemcgStall <= 0 || st.Stall() < st.MemcgStall {
 				t.Fatalf("cgroup %d (%s): stats %+v (present %v); want memcg reclaim stalls", cg.V2ID, cg.V2Path, st, ok)
 			}
-			t.Logf("%v: cgroup %d stalled %v in %d memcg reclaims", mode, cg.V2ID, st.MemcgStall, st.MemcgCount)
+			t.Logf("%v: cgroup %d: %+v", mode, cg.V2ID, st)
 
 			pid := hog.Process.Pid
 			for {
