@@ -1,0 +1,210 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// collectableResources asks discovery for the preferred version of every resource
+// that can be listed, watched and deleted, minus ignored ones and subresources.
+// complete is false when some group failed discovery: the result is then partial,
+// and resources missing from it must not be taken as gone.
+func collectableResources(disc discovery.DiscoveryInterface, ignored map[schema.GroupResource]bool) (map[schema.GroupVersionResource]bool, bool, error) {
+	lists, err := discovery.ServerPreferredResources(disc)
+	complete := err == nil
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, false, fmt.Errorf("gc: discovering resources: %w", err)
+	}
+	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "watch", "delete"}}, lists)
+	out := map[schema.GroupVersionResource]bool{}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return nil, false, fmt.Errorf("gc: discovery lists group version %q: %w", l.GroupVersion, err)
+		}
+		for _, r := range l.APIResources {
+			gvr := gv.WithResource(r.Name)
+			if strings.Contains(r.Name, "/") || ignored[gvr.GroupResource()] {
+				continue
+			}
+			out[gvr] = true
+		}
+	}
+	return out, complete, nil
+}
+
+// monitor is one running informer.
+type monitor struct {
+	synced cache.InformerSynced
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// monitors runs one metadata-only informer per watched resource and turns their
+// events into graph changes and work items. It owns the informers' goroutines.
+type monitors struct {
+	client  dynamic.Interface
+	graph   *graph
+	enqueue func(uids ...types.UID)
+	logger  *slog.Logger
+
+	mu      sync.Mutex
+	running map[schema.GroupVersionResource]*monitor
+}
+
+func newMonitors(client dynamic.Interface, g *graph, enqueue func(...types.UID), logger *slog.Logger) *monitors {
+	return &monitors{client: client, graph: g, enqueue: enqueue, logger: logger, running: map[schema.GroupVersionResource]*monitor{}}
+}
+
+// sync starts informers for resources in want that have none, and, when removeMissing,
+// stops those for resources no longer in want (forgetting their objects). ctx bounds
+// the started informers. It reports whether anything changed.
+func (m *monitors) sync(ctx context.Context, want map[schema.GroupVersionResource]bool, removeMissing bool) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	var errs []error
+	for _, gvr := range slices.SortedFunc(maps.Keys(want), compareGVR) {
+		if m.running[gvr] != nil {
+			continue
+		}
+		mon, err := m.start(ctx, gvr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.running[gvr] = mon
+		changed = true
+		m.logger.Info("watching resource", "resource", gvr.String())
+	}
+	if removeMissing {
+		for gvr, mon := range m.running {
+			if want[gvr] {
+				continue
+			}
+			mon.cancel()
+			<-mon.done
+			delete(m.running, gvr)
+			m.graph.forgetResource(gvr)
+			changed = true
+			m.logger.Info("stopped watching resource", "resource", gvr.String())
+		}
+	}
+	return changed, errors.Join(errs...)
+}
+
+func compareGVR(a, b schema.GroupVersionResource) int {
+	return strings.Compare(a.String(), b.String())
+}
+
+func (m *monitors) start(ctx context.Context, gvr schema.GroupVersionResource) (*monitor, error) {
+	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	if err := inf.SetTransform(keepMetadata); err != nil {
+		return nil, fmt.Errorf("gc: informer for %s: %w", gvr, err)
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.observe(gvr, obj) },
+		UpdateFunc: func(_, obj any) { m.observe(gvr, obj) },
+		DeleteFunc: func(obj any) { m.deleted(gvr, obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gc: informer for %s: %w", gvr, err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	mon := &monitor{synced: reg.HasSynced, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(mon.done)
+		inf.RunWithContext(mctx)
+	}()
+	return mon, nil
+}
+
+// keepMetadata strips cached objects down to what the collector reads, so watching
+// every resource costs little memory.
+func keepMetadata(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil // DeletedFinalStateUnknown and the like pass through
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	out.SetAPIVersion(u.GetAPIVersion())
+	out.SetKind(u.GetKind())
+	out.SetNamespace(u.GetNamespace())
+	out.SetName(u.GetName())
+	out.SetUID(u.GetUID())
+	out.SetResourceVersion(u.GetResourceVersion())
+	out.SetOwnerReferences(u.GetOwnerReferences())
+	out.SetFinalizers(u.GetFinalizers())
+	out.SetDeletionTimestamp(u.GetDeletionTimestamp())
+	return out, nil
+}
+
+func (m *monitors) observe(gvr schema.GroupVersionResource, obj any) {
+	n, ok := nodeFromObject(gvr, obj)
+	if !ok {
+		m.logger.Warn("informer delivered an object without metadata", "resource", gvr.String(), "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	old := m.graph.observe(n)
+	m.enqueue(m.graph.toCheck(old, n)...)
+}
+
+func (m *monitors) deleted(gvr schema.GroupVersionResource, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	n, ok := nodeFromObject(gvr, obj)
+	if !ok {
+		return
+	}
+	old := m.graph.forget(n.uid)
+	if old == nil {
+		old = n
+	}
+	m.enqueue(m.graph.toCheck(old, nil)...)
+}
+
+// synced reports whether every informer has delivered its first list.
+func (m *monitors) synced() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mon := range m.running {
+		if !mon.synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// count is the number of watched resources.
+func (m *monitors) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.running)
+}
+
+// stop stops every informer and waits for them.
+func (m *monitors) stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for gvr, mon := range m.running {
+		mon.cancel()
+		<-mon.done
+		delete(m.running, gvr)
+	}
+}
