@@ -12,6 +12,11 @@
 // applies unless a later file or a flag sets it again. This is RFC 7386 JSON merge patch
 // applied file after file.
 //
+// Rules that compare two fields (a soft eviction threshold and its grace period) are
+// checked on the merged configuration only, since one file may set one half and a
+// drop-in the other. The eviction threshold rules themselves are daemon/pressure's, so
+// the configuration accepts exactly what the pressure manager does.
+//
 // It reads the files it is pointed at and nothing else; it starts nothing and keeps no
 // state between calls.
 package config

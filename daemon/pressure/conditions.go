@@ -161,6 +161,9 @@ func formatBytes(v int64) string {
 		unit++
 	}
 	text := strconv.FormatFloat(f, 'f', 1, 64)
+	if text == "1024.0" && unit < len(units)-1 { // rounding reached the next unit
+		text, unit = "1.0", unit+1
+	}
 	text = strings.TrimSuffix(text, ".0")
 	return sign + text + string(units[unit]) + "i"
 }

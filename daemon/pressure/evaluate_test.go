@@ -289,7 +289,7 @@ func TestShapeIgnoresValues(t *testing.T) {
 func TestFormatBytes(t *testing.T) {
 	for v, want := range map[int64]string{
 		0: "0", 1023: "1023", 1024: "1Ki", 80 * mi: "80Mi", 3*gi + 200*mi: "3.2Gi",
-		-5 * mi: "-5Mi", 1<<63 - 1: "8Ei", -1 << 63: "-8Ei",
+		-5 * mi: "-5Mi", 1<<63 - 1: "8Ei", -1 << 63: "-8Ei", 1024*1024 - 1: "1Mi", 1023*1024 + 1000: "1Mi", 1023*1024 + 900: "1023.9Ki",
 	} {
 		if got := formatBytes(v); got != want {
 			t.Errorf("formatBytes(%d) = %q, want %q", v, got, want)

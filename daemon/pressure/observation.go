@@ -13,6 +13,8 @@ import (
 //
 // A part it cannot read is left nil and its feed reported inactive; the thresholds on
 // that part's signals are then not evaluated. An error means nothing could be read.
+// The manager keeps what Observe returns (for Snapshot), so the source must not change
+// it afterwards.
 type SignalSource interface {
 	Observe(ctx context.Context) (Observations, error)
 }
