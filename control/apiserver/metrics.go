@@ -11,6 +11,9 @@ import (
 type requestMetrics struct {
 	total    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// watchExpired counts watches ended with 410 Gone because their resourceVersion
+	// was compacted: each forces a client to relist.
+	watchExpired *prometheus.CounterVec
 }
 
 func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
@@ -26,9 +29,13 @@ func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
 			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
 				4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
 		}, []string{"verb", "resource"}),
+		watchExpired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plinth_apiserver_watch_expired_total",
+			Help: "Watches ended with 410 Gone because their resourceVersion was compacted, by resource.",
+		}, []string{"resource"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.total, m.duration} {
+		for _, c := range []prometheus.Collector{m.total, m.duration, m.watchExpired} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -38,6 +38,11 @@ func Serve(ctx context.Context, ln net.Listener, handler http.Handler, tc *tls.C
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	// Request contexts derive from ctx, so watches are ending now; let them finish their
+	// streams before Shutdown sends GOAWAY and closes connections.
+	if d, ok := handler.(interface{ WaitForWatches(time.Duration) }); ok {
+		d.WaitForWatches(2 * time.Second)
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

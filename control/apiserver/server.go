@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,25 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	metrics *requestMetrics
+	// watches counts open watch streams, so a shutdown can let them end cleanly
+	// before the connections close.
+	watches sync.WaitGroup
+}
+
+// WaitForWatches waits until every open watch has returned, or timeout passes. Serve
+// calls it on shutdown after the request contexts are cancelled: clients then see their
+// watch end cleanly and resume it from their last resourceVersion, instead of seeing a
+// connection error and relisting everything.
+func (s *Server) WaitForWatches(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		s.watches.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
 }
 
 // New checks the configuration and returns a Server.

@@ -29,6 +29,8 @@ const initialEventsEndAnnotation = "k8s.io/initial-events-end"
 const minWatchTimeout = 30 * time.Minute
 
 func (s *Server) watch(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	s.watches.Add(1)
+	defer s.watches.Done()
 	sel, err := parseSelector(r, req)
 	if err != nil {
 		writeError(w, err)
@@ -140,6 +142,7 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 		status := apierrors.NewInternalError(ev.Err).Status()
 		if errors.Is(ev.Err, storage.ErrCompacted) {
 			status = apierrors.NewResourceExpired("too old resource version: " + ev.Err.Error()).Status()
+			s.metrics.watchExpired.WithLabelValues(r.Plural).Inc()
 		}
 		status.Kind, status.APIVersion = "Status", "v1"
 		_ = enc.write(watch.Error, &status)

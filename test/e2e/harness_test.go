@@ -182,8 +182,19 @@ type cluster struct {
 
 func startControl(t *testing.T, extra ...string) *cluster {
 	t.Helper()
+	return startControlOnPort(t, freePort(t), extra...)
+}
+
+// startControlOnPort starts plinth-control on port; a --data-dir in extra replaces the
+// fresh temporary one (to restart on the same data).
+func startControlOnPort(t *testing.T, port int, extra ...string) *cluster {
+	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	for i := 0; i+1 < len(extra); i++ {
+		if extra[i] == "--data-dir" {
+			dir = extra[i+1]
+		}
+	}
 	args := append([]string{"--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port)}, extra...)
 	c := &cluster{
 		dataDir:    dir,
