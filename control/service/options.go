@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plinth/plinth/control/auth"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 )
 
@@ -25,6 +26,10 @@ type Options struct {
 	CompactionInterval time.Duration
 	NodeLifecycle      nodelifecycle.Options
 	LogLevel           string
+
+	// NodeCertValidity is the lifetime of node client certificates signed at join and
+	// renewal.
+	NodeCertValidity time.Duration
 }
 
 // DefaultOptions are the reference defaults.
@@ -37,6 +42,7 @@ func DefaultOptions() Options {
 		CompactionInterval: 5 * time.Minute,
 		NodeLifecycle:      nodelifecycle.DefaultOptions(),
 		LogLevel:           "info",
+		NodeCertValidity:   auth.DefaultNodeCertValidity,
 	}
 }
 
@@ -73,6 +79,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.NodeLifecycle.GracePeriod, "node-monitor-grace-period", o.NodeLifecycle.GracePeriod, "how long a node may be silent before it is marked Unknown")
 	fs.DurationVar(&o.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", o.NodeLifecycle.StartupGracePeriod, "grace for a node that has never posted status")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
+	fs.DurationVar(&o.NodeCertValidity, "node-cert-validity", o.NodeCertValidity, "lifetime of the client certificates signed for nodes at join and renewal (nodes renew at 70-90% of it)")
 }
 
 // Complete fills derived defaults and checks every option, naming the flag and value.
@@ -95,6 +102,9 @@ func (o *Options) Complete() error {
 	}
 	if err := o.NodeLifecycle.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.NodeCertValidity < 10*time.Second {
+		errs = append(errs, fmt.Errorf("--node-cert-validity: %s is too short: want at least 10s", o.NodeCertValidity))
 	}
 	if _, err := parseLogLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)

@@ -58,6 +58,14 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	defer closeEtcd()
 	store := storage.New(etcdClient, o.EtcdPrefix)
+	authn, err := newAuthWiring(o, store, logger)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := servingTLSConfig(authority)
+	if err != nil {
+		return err
+	}
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -68,6 +76,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	api, err := apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Logger: logger.With("component", "apiserver"), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), OpenAPI: true,
+		Authenticators: authn.authenticators, Authorizer: authn.authorizer, Admitters: []apiserver.Admitter{authn.admission},
 		Version: version.Info{
 			Major: kubernetesMajor, Minor: kubernetesMinor,
 			GitVersion: fmt.Sprintf("v%s.%s.0+plinth.%s", kubernetesMajor, kubernetesMinor, plinthversion.String()),
@@ -77,6 +86,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	if err != nil {
 		return err
 	}
+	authn.bindPods(api, reg)
 
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	ln, err := net.Listen("tcp", addr)
@@ -96,7 +106,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return apiserver.Serve(gctx, ln, api, authority.ServerTLSConfig(), logger) })
+	g.Go(func() error { return apiserver.Serve(gctx, ln, authn.wrap(api), tlsConfig, logger) })
+	g.Go(func() error { authn.runTokenGC(gctx); return nil })
 	g.Go(func() error {
 		select {
 		case err := <-etcdErrs:

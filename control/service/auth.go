@@ -1,0 +1,93 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/pem"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/auth"
+	"github.com/plinth/plinth/control/pki"
+	"github.com/plinth/plinth/control/storage"
+)
+
+// tokenGCInterval is how often expired bootstrap tokens are removed. Expired tokens are
+// refused at once; collection only keeps them out of etcd and `token list`.
+const tokenGCInterval = time.Minute
+
+// authWiring is authentication, authorization, admission and the Plinth endpoints
+// (bootstrap tokens, node certificate signing), built once for the API server and the
+// handler beside it so both admit exactly the same users.
+type authWiring struct {
+	authenticators []apiserver.Authenticator
+	authorizer     apiserver.Authorizer
+	admission      *auth.NodeRestriction
+	tokens         *auth.TokenStore
+	handler        *auth.Handler
+}
+
+func newAuthWiring(o Options, store *storage.Store, logger *slog.Logger) (*authWiring, error) {
+	signer, err := auth.LoadFileCA(o.pkiDir(), nil)
+	if err != nil {
+		return nil, err
+	}
+	tokens := auth.NewTokenStore(store, nil, logger.With("component", "bootstraptokens"))
+	w := &authWiring{
+		// Certificates first: a client presenting both a certificate and a token is
+		// the certificate's user.
+		authenticators: []apiserver.Authenticator{auth.CertificateAuthenticator{}, auth.TokenAuthenticator{Tokens: tokens}},
+		authorizer:     auth.Authorizer{},
+		admission:      &auth.NodeRestriction{},
+		tokens:         tokens,
+	}
+	w.handler, err = auth.NewHandler(auth.HandlerConfig{
+		Authenticators: w.authenticators, Authorizer: w.authorizer, Tokens: tokens, Signer: signer,
+		NodeCertValidity: o.NodeCertValidity, Logger: logger.With("component", "nodecertificates"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// bindPods lets NodeRestriction look up the pods that nodes' events are about, once
+// the API server (which reads them) exists. Without a pods resource, nodes may not
+// write events about pods.
+func (w *authWiring) bindPods(api *apiserver.Server, reg *apiserver.Registry) {
+	if pods, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "pods"); ok {
+		w.admission.Pods = auth.ObjectsPodGetter(api.Objects(pods))
+	}
+}
+
+// handler puts the Plinth endpoints beside the API.
+func (w *authWiring) wrap(api http.Handler) http.Handler { return auth.Mount(api, w.handler) }
+
+// runTokenGC removes expired bootstrap tokens until ctx is done.
+func (w *authWiring) runTokenGC(ctx context.Context) {
+	w.tokens.RunGarbageCollector(ctx, tokenGCInterval, clock.RealClock{})
+}
+
+// servingTLSConfig is the authority's TLS configuration with two changes for node join:
+// client certificates are verified when given rather than required, so a joining node
+// can present a bootstrap token instead (the API still answers 401 to anyone without
+// valid credentials); and the CA certificate follows the serving certificate in the
+// chain, so `plinthctl join` can find the CA whose hash it pins without trusting anyone.
+func servingTLSConfig(authority *pki.Authority) (*tls.Config, error) {
+	tc := authority.ServerTLSConfig()
+	tc.ClientAuth = tls.VerifyClientCertIfGiven
+	block, _ := pem.Decode(authority.CAPEM())
+	if block == nil || len(tc.Certificates) != 1 {
+		return nil, errors.New("serving TLS: the authority has no CA certificate or not exactly one serving certificate")
+	}
+	chained := tc.Certificates[0]
+	chained.Certificate = append(append([][]byte(nil), chained.Certificate...), block.Bytes)
+	tc.Certificates = []tls.Certificate{chained}
+	return tc, nil
+}
