@@ -1,8 +1,81 @@
 package registry
 
-import "github.com/plinth/plinth/control/apiserver"
+import (
+	"errors"
+	"log/slog"
+	"net/netip"
+	"time"
 
-// All returns every resource the control service serves.
+	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/ipalloc"
+)
+
+// Defaults of kube-apiserver's --service-cluster-ip-range and --service-node-port-range.
+var (
+	DefaultServiceClusterIPRange = netip.MustParsePrefix("10.96.0.0/12")
+	DefaultServiceNodePortRange  = ipalloc.PortRange{Base: 30000, Size: 2768}
+)
+
+// Config is what the resources need beyond their own code.
+type Config struct {
+	// Store keeps the cluster IP and node port claims: the API's own store, so that
+	// replicas sharing etcd share the claims.
+	Store ipalloc.Store
+	// ServiceClusterIPRange is where cluster IPs come from; zero means
+	// DefaultServiceClusterIPRange.
+	ServiceClusterIPRange netip.Prefix
+	// ServiceNodePortRange is where node ports come from; zero means
+	// DefaultServiceNodePortRange.
+	ServiceNodePortRange ipalloc.PortRange
+	// EventTTL is how long events live; zero means DefaultEventTTL.
+	EventTTL time.Duration
+	// Clock stamps conditions and claims; nil is the real clock.
+	Clock clock.PassiveClock
+	// Logger receives claims that could not be released; nil discards.
+	Logger *slog.Logger
+	// AllocationSeed makes dynamic allocation reproducible in tests; 0 is random.
+	AllocationSeed uint64
+}
+
+// Resources returns every resource the control service serves.
+func Resources(cfg Config) ([]*apiserver.Resource, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("registry: Config.Store is required for cluster IP and node port claims")
+	}
+	if !cfg.ServiceClusterIPRange.IsValid() {
+		cfg.ServiceClusterIPRange = DefaultServiceClusterIPRange
+	}
+	if cfg.ServiceNodePortRange.Size == 0 {
+		cfg.ServiceNodePortRange = DefaultServiceNodePortRange
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	opts := ipalloc.Options{Clock: cfg.Clock, Seed: cfg.AllocationSeed}
+	ips, err := ipalloc.NewServiceIPs(cfg.Store, cfg.ServiceClusterIPRange, opts)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := ipalloc.NewNodePorts(cfg.Store, cfg.ServiceNodePortRange, opts)
+	if err != nil {
+		return nil, err
+	}
+	return []*apiserver.Resource{
+		Namespaces(),
+		Nodes(),
+		Pods(cfg.Clock),
+		Services(NewServiceClaims(ips, ports, cfg.Logger)),
+		Events(cfg.EventTTL),
+		Leases(),
+		EndpointSlices(),
+	}, nil
+}
+
+// All returns the resources that need no dependencies (nodes and leases). It predates
+// Resources, which the control service uses; tests of the generic REST layer use All
+// because it serves no namespaces and so skips the namespace lifecycle check.
 func All() []*apiserver.Resource {
 	return []*apiserver.Resource{Nodes(), Leases()}
 }
