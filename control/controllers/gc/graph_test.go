@@ -1,11 +1,13 @@
 package gc
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -160,5 +162,17 @@ func TestDecide(t *testing.T) {
 				t.Errorf("decide = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestCollectableResources(t *testing.T) {
+	got, complete, err := collectableResources(testDiscovery(), DefaultIgnoredResources())
+	if err != nil || !complete {
+		t.Fatalf("collectableResources: complete %v, %v", complete, err)
+	}
+	// Events are ignored, subresources and resources without list/watch/delete skipped.
+	want := map[schema.GroupVersionResource]bool{leases: true, nodes: true}
+	if !maps.Equal(got, want) {
+		t.Errorf("collectableResources = %v, want %v", got, want)
 	}
 }

@@ -36,35 +36,22 @@ func testMapper() meta.RESTMapper {
 	return m
 }
 
-// preferredDiscovery is client-go's fake discovery with preferred resources, which
-// the fake leaves empty.
-type preferredDiscovery struct {
-	*fakediscovery.FakeDiscovery
-	mu    sync.Mutex
-	lists []*metav1.APIResourceList
-}
-
-func (d *preferredDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.lists, nil
-}
-
-func testDiscovery() *preferredDiscovery {
+// testDiscovery serves nodes (with their status subresource), events and leases.
+func testDiscovery() *fakediscovery.FakeDiscovery {
 	verbs := metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
-	return &preferredDiscovery{
-		FakeDiscovery: &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}},
-		lists: []*metav1.APIResourceList{
+	return &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{
+		Resources: []*metav1.APIResourceList{
 			{GroupVersion: "v1", APIResources: []metav1.APIResource{
 				{Name: "nodes", Kind: "Node", Verbs: verbs},
 				{Name: "nodes/status", Kind: "Node", Verbs: metav1.Verbs{"get", "patch", "update"}},
 				{Name: "events", Kind: "Event", Namespaced: true, Verbs: verbs},
+				{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
 			}},
 			{GroupVersion: "coordination.k8s.io/v1", APIResources: []metav1.APIResource{
 				{Name: "leases", Kind: "Lease", Namespaced: true, Verbs: verbs},
 			}},
 		},
-	}
+	}}
 }
 
 // recordedEvents is a fake EventRecorder.

@@ -1,0 +1,264 @@
+package gc_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/controllers/gc"
+	"github.com/plinth/plinth/control/registry"
+	"github.com/plinth/plinth/control/storage"
+)
+
+// The API tests run the collector against the real API server over a real embedded
+// etcd, served on loopback over plain HTTP. Timeouts are generous upper bounds on
+// informer and API round trips; nothing sleeps.
+const apiTimeout = 30 * time.Second
+
+// plainHTTPAdmin authenticates every request as an administrator: authentication has
+// its own tests in control/apiserver.
+type plainHTTPAdmin struct{}
+
+func (plainHTTPAdmin) Authenticate(*http.Request) (apiserver.User, bool, error) {
+	return apiserver.User{Name: "test-admin", Groups: []string{"system:masters"}}, true, nil
+}
+
+func newAPI(t *testing.T) *rest.Config {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), apiTimeout)
+	defer cancel()
+	etcd, err := storage.StartEmbedded(ctx, t.TempDir(), 20*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(etcd.Close)
+	store := storage.New(etcd.Client, "/registry")
+	resources, err := registry.Resources(registry.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := apiserver.NewRegistry(resources...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := apiserver.New(apiserver.Config{
+		Store: store, Registry: reg, BookmarkInterval: 200 * time.Millisecond,
+		Authenticators: []apiserver.Authenticator{plainHTTPAdmin{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &rest.Config{Host: hs.URL, QPS: -1}
+}
+
+// startCollector runs a collector until the returned stop is called (also at cleanup).
+func startCollector(t *testing.T, cfg *rest.Config) (stop func()) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := gc.DefaultOptions()
+	opts.DiscoveryPeriod = time.Second
+	ctrl, err := gc.New(gc.Config{Client: dyn, Discovery: kc.Discovery(), Clock: clock.RealClock{}, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v", err)
+			}
+		case <-time.After(apiTimeout):
+			t.Error("Run did not return after cancel")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func testNamespace(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+}
+
+type leaseFixture struct {
+	t      *testing.T
+	client kubernetes.Interface
+	ns     string
+}
+
+func (f leaseFixture) create(name string, owners ...*coordinationv1.Lease) *coordinationv1.Lease {
+	f.t.Helper()
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, o := range owners {
+		block := true
+		l.OwnerReferences = append(l.OwnerReferences, metav1.OwnerReference{
+			APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Name: o.Name, UID: o.UID, BlockOwnerDeletion: &block,
+		})
+	}
+	created, err := f.client.CoordinationV1().Leases(f.ns).Create(f.t.Context(), l, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatalf("creating lease %s: %v", name, err)
+	}
+	return created
+}
+
+func (f leaseFixture) delete(name string, policy metav1.DeletionPropagation) {
+	f.t.Helper()
+	if err := f.client.CoordinationV1().Leases(f.ns).Delete(f.t.Context(), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+		f.t.Fatalf("deleting lease %s with %s: %v", name, policy, err)
+	}
+}
+
+// get returns the lease, or nil once it is gone.
+func (f leaseFixture) get(name string) *coordinationv1.Lease {
+	f.t.Helper()
+	l, err := f.client.CoordinationV1().Leases(f.ns).Get(f.t.Context(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		f.t.Fatalf("reading lease %s: %v", name, err)
+	}
+	return l
+}
+
+// eventually polls cond until it holds or apiTimeout passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(apiTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", apiTimeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPropagationThroughTheAPI(t *testing.T) {
+	cfg := newAPI(t)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	testNamespace(t, client, "gc")
+	f := leaseFixture{t: t, client: client, ns: "gc"}
+	startCollector(t, cfg)
+
+	t.Run("Background", func(t *testing.T) {
+		f.t = t
+		owner := f.create("bg-owner")
+		other := f.create("bg-other")
+		f.create("bg-d1", owner)
+		f.create("bg-d2", owner)
+		f.create("bg-shared", owner, other)
+		f.delete("bg-owner", metav1.DeletePropagationBackground)
+		eventually(t, "the dependents of a deleted owner to be collected", func() bool {
+			return f.get("bg-d1") == nil && f.get("bg-d2") == nil
+		})
+		eventually(t, "the shared dependent to lose its reference to the deleted owner", func() bool {
+			s := f.get("bg-shared")
+			return s != nil && len(s.OwnerReferences) == 1 && s.OwnerReferences[0].UID == other.UID
+		})
+	})
+
+	t.Run("Orphan", func(t *testing.T) {
+		f.t = t
+		owner := f.create("or-owner")
+		f.create("or-d1", owner)
+		f.create("or-d2", owner)
+		f.delete("or-owner", metav1.DeletePropagationOrphan)
+		eventually(t, "the orphaning owner to be deleted", func() bool { return f.get("or-owner") == nil })
+		for _, name := range []string{"or-d1", "or-d2"} {
+			d := f.get(name)
+			if d == nil {
+				t.Fatalf("orphaned dependent %s was deleted", name)
+			}
+			if len(d.OwnerReferences) != 0 {
+				t.Errorf("orphaned dependent %s keeps owner references %+v", name, d.OwnerReferences)
+			}
+		}
+	})
+
+	t.Run("Foreground", func(t *testing.T) {
+		f.t = t
+		owner := f.create("fg-owner")
+		f.create("fg-d1", owner)
+		f.create("fg-d2", owner)
+		w, err := client.CoordinationV1().Leases("gc").Watch(t.Context(), metav1.ListOptions{ResourceVersion: f.get("fg-d2").ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		f.delete("fg-owner", metav1.DeletePropagationForeground)
+		var deleted []string
+		timeout := time.After(apiTimeout)
+		for !slices.Contains(deleted, "fg-owner") {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					t.Fatalf("watch closed; deletions so far %v", deleted)
+				}
+				if l, isLease := ev.Object.(*coordinationv1.Lease); isLease && ev.Type == watch.Deleted {
+					deleted = append(deleted, l.Name)
+				}
+			case <-timeout:
+				t.Fatalf("timed out; deletions so far %v, want fg-d1, fg-d2, then fg-owner", deleted)
+			}
+		}
+		if len(deleted) != 3 || deleted[2] != "fg-owner" {
+			t.Errorf("deletion order %v, want both dependents before the owner", deleted)
+		}
+	})
+}
+
+func TestCollectsWhatWasDeletedWhileStopped(t *testing.T) {
+	cfg := newAPI(t)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	testNamespace(t, client, "gc")
+	f := leaseFixture{t: t, client: client, ns: "gc"}
+	stop := startCollector(t, cfg)
+	owner := f.create("owner")
+	f.create("dep", owner)
+	stop()
+
+	// Background deletion with no collector running leaves the dependent behind.
+	f.delete("owner", metav1.DeletePropagationBackground)
+	if f.get("dep") == nil {
+		t.Fatal("dependent vanished without a collector")
+	}
+	startCollector(t, cfg)
+	eventually(t, "a restarted collector to delete the dependent of an owner deleted meanwhile", func() bool {
+		return f.get("dep") == nil
+	})
+}
