@@ -37,7 +37,9 @@ check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
+# Regenerates the committed eBPF objects and bindings (needs clang, installed here).
 generate:
+	@scripts/install-deps.sh generate
 	go generate ./...
 
 bench: build

@@ -85,6 +85,9 @@ func TestInformerSurvivesRestartAndCompaction(t *testing.T) {
 	// with a plain watch from its last resourceVersion. While it cannot, objects change
 	// and etcd compacts past that revision; when it reconnects it must get 410 Gone and
 	// relist.
+	// client-go treats a watch that ends within a second of starting as broken and
+	// relists; let the informer's current watch age first.
+	time.Sleep(2 * time.Second)
 	if err := proxy.setDown(true); err != nil {
 		t.Fatal(err)
 	}
