@@ -76,6 +76,28 @@ func (s *Server) readBody(w http.ResponseWriter, req *http.Request) ([]byte, err
 	return body, nil
 }
 
+// readWrite reads what a create or update sends: the write options and the object in
+// the body. It answers the request itself, and returns false, when either is bad.
+func (s *Server) readWrite(w http.ResponseWriter, req *http.Request, r *Resource) (writeOptions, runtime.Object, bool) {
+	opts, err := parseWriteOptions(req)
+	if err != nil {
+		writeError(w, err)
+		return opts, nil, false
+	}
+	body, err := s.readBody(w, req)
+	if err != nil {
+		writeError(w, err)
+		return opts, nil, false
+	}
+	obj, warnings, err := decodeBody(r, req, body, opts.fieldValidation)
+	if err != nil {
+		writeError(w, err)
+		return opts, nil, false
+	}
+	addWarnings(w, warnings)
+	return opts, obj, true
+}
+
 // writeOptions are the query parameters every write takes.
 type writeOptions struct {
 	dryRun          bool
@@ -117,22 +139,10 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, apierrors.NewBadRequest("a namespaced object is created under /namespaces/NAMESPACE/"))
 		return
 	}
-	opts, err := parseWriteOptions(req)
-	if err != nil {
-		writeError(w, err)
+	opts, obj, ok := s.readWrite(w, req, r)
+	if !ok {
 		return
 	}
-	body, err := s.readBody(w, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	obj, warnings, err := decodeBody(r, req, body, opts.fieldValidation)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	addWarnings(w, warnings)
 	created, err := s.createObject(req.Context(), r, info.namespace, obj, opts.dryRun)
 	if err != nil {
 		writeError(w, err)
@@ -226,22 +236,10 @@ func (s *Server) validateCreate(r *Resource, obj runtime.Object, acc metav1.Obje
 }
 
 func (s *Server) update(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
-	opts, err := parseWriteOptions(req)
-	if err != nil {
-		writeError(w, err)
+	opts, obj, ok := s.readWrite(w, req, r)
+	if !ok {
 		return
 	}
-	body, err := s.readBody(w, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	obj, warnings, err := decodeBody(r, req, body, opts.fieldValidation)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	addWarnings(w, warnings)
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
