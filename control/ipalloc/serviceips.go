@@ -22,19 +22,29 @@ type ServiceIPs struct {
 	claims *claims
 }
 
+// CheckServiceIPRange reports why cidr cannot be a service IP range: not a CIDR, more
+// than 20 host bits, or fewer than 2.
+func CheckServiceIPRange(cidr netip.Prefix) error {
+	if !cidr.IsValid() {
+		return fmt.Errorf("service IP range %q is not a CIDR", cidr)
+	}
+	hostBits := cidr.Addr().BitLen() - cidr.Bits()
+	if hostBits > maxHostBits {
+		return fmt.Errorf("service IP range %s is too large: at most %d host bits (a /%d)", cidr, maxHostBits, cidr.Addr().BitLen()-maxHostBits)
+	}
+	if hostBits < 2 {
+		return fmt.Errorf("service IP range %s is too small: at least 2 host bits (a /%d)", cidr, cidr.Addr().BitLen()-2)
+	}
+	return nil
+}
+
 // NewServiceIPs returns the allocator for cidr, for example 10.96.0.0/12.
 func NewServiceIPs(store Store, cidr netip.Prefix, o Options) (*ServiceIPs, error) {
-	if !cidr.IsValid() {
-		return nil, fmt.Errorf("service IP range %q is not a CIDR", cidr)
+	if err := CheckServiceIPRange(cidr); err != nil {
+		return nil, err
 	}
 	cidr = cidr.Masked()
 	hostBits := cidr.Addr().BitLen() - cidr.Bits()
-	if hostBits > maxHostBits {
-		return nil, fmt.Errorf("service IP range %s is too large: at most %d host bits (a /%d)", cidr, maxHostBits, cidr.Addr().BitLen()-maxHostBits)
-	}
-	if hostBits < 2 {
-		return nil, fmt.Errorf("service IP range %s is too small: at least 2 host bits (a /%d)", cidr, cidr.Addr().BitLen()-2)
-	}
 	size := uint64(1) << hostBits
 	usable := size - 1 // no network address
 	if cidr.Addr().Is4() {
