@@ -81,6 +81,13 @@ type Config struct {
 	// ImagefsPath is a directory on the filesystem the imagefs signals measure; empty
 	// means stateDir/images (see ImagefsDir).
 	ImagefsPath string `json:"imagefsPath"`
+	// PodsCgroup is the cgroup holding every pod, as /proc/<pid>/cgroup prints it
+	// (such as /plinth-pods). When set, allocatableMemory.available is measured on it:
+	// its memory limit (or node allocatable memory when it has none) minus its working
+	// set, and its memory.pressure arms a PSI trigger. On hybrid hosts the memory
+	// figures come from the v1 memory hierarchy and the PSI from the unified tree, both
+	// under this path. Empty leaves allocatableMemory.available unobserved.
+	PodsCgroup string `json:"podsCgroup"`
 }
 
 // Defaults returns the configuration used where neither a file nor a flag says

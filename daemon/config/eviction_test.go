@@ -82,6 +82,9 @@ func TestValidateEvictionRefuses(t *testing.T) {
 			"evictionEvaluationInterval", `"1ms"`},
 		{"relative nodefs path", func(c *Config) { c.NodefsPath = "pods" }, "nodefsPath", `"pods"`},
 		{"relative imagefs path", func(c *Config) { c.ImagefsPath = "./images" }, "imagefsPath", `"./images"`},
+		{"relative pods cgroup", func(c *Config) { c.PodsCgroup = "plinth-pods" }, "podsCgroup", `"plinth-pods"`},
+		{"unclean pods cgroup", func(c *Config) { c.PodsCgroup = "/plinth-pods/../x" }, "podsCgroup", `"/plinth-pods/../x"`},
+		{"root as pods cgroup", func(c *Config) { c.PodsCgroup = "/" }, "podsCgroup", `"/"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

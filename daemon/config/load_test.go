@@ -399,6 +399,7 @@ evictionPressureTransitionPeriod: 2m
 evictionEvaluationInterval: 500ms
 nodefsPath: /srv/plinth/pods
 imagefsPath: /srv/images
+podsCgroup: /plinth-pods
 `})
 	c, _ := mustLoadDir(t, dir)
 	want := Config{
@@ -426,6 +427,7 @@ imagefsPath: /srv/images
 		EvictionEvaluationInterval:       metav1.Duration{Duration: 500 * time.Millisecond},
 		NodefsPath:                       "/srv/plinth/pods",
 		ImagefsPath:                      "/srv/images",
+		PodsCgroup:                       "/plinth-pods",
 	}
 	want.NodeStatusUpdateFrequency.Duration = 15 * time.Second
 	want.NodeStatusReportFrequency.Duration = time.Minute

@@ -93,7 +93,20 @@ func (c Config) validateEviction() field.ErrorList {
 	if c.ImagefsPath != "" {
 		errs = append(errs, validateAbsPath(field.NewPath("imagefsPath"), c.ImagefsPath)...)
 	}
+	if c.PodsCgroup != "" {
+		errs = append(errs, validateCgroupPath(field.NewPath("podsCgroup"), c.PodsCgroup)...)
+	}
 	return errs
+}
+
+// validateCgroupPath accepts a cgroup path below the root as /proc/<pid>/cgroup prints
+// it: absolute, clean, and not the root itself (whose memory is memory.available's).
+func validateCgroupPath(path *field.Path, p string) field.ErrorList {
+	if !strings.HasPrefix(p, "/") || filepath.Clean(p) != p || p == "/" {
+		return field.ErrorList{field.Invalid(path, p,
+			`must be an absolute, clean cgroup path below the root such as "/plinth-pods", or empty`)}
+	}
+	return nil
 }
 
 // validateAcrossFields holds the rules that compare two fields. They run only on the
