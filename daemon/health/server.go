@@ -19,7 +19,8 @@ import (
 // is done; a scrape or a hung check must not hold up plinthd's shutdown for longer.
 const shutdownTimeout = 5 * time.Second
 
-// Server serves /healthz and /metrics on a local address.
+// Server serves /healthz, /metrics and the handlers mounted with Handle on a local
+// address.
 type Server struct {
 	addr     string
 	checker  *Checker
@@ -30,6 +31,13 @@ type Server struct {
 	started   bool
 	boundAddr string
 	listening chan struct{} // closed once the socket is bound
+	extra     []route       // mounted by Handle before Run
+}
+
+// route is an extra handler and the pattern it is mounted on.
+type route struct {
+	pattern string
+	handler http.Handler
 }
 
 // NewServer returns a Server that will listen on addr ("127.0.0.1:10248",
@@ -49,6 +57,23 @@ func NewServer(addr string, checker *Checker, gatherer prometheus.Gatherer, logg
 		logger:    logger,
 		listening: make(chan struct{}),
 	}
+}
+
+// Handle mounts handler on pattern (net/http.ServeMux syntax, such as
+// "GET /pressure") beside /healthz and /metrics, for other subsystems' local
+// read-only views. It must be called before Run; calling it later, with an empty
+// pattern or a nil handler is a wiring bug and panics, as does a pattern the mux
+// refuses when Run builds it.
+func (s *Server) Handle(pattern string, handler http.Handler) {
+	if pattern == "" || handler == nil {
+		panic(fmt.Sprintf("health: Handle(%q) needs a pattern and a handler", pattern))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		panic(fmt.Sprintf("health: Handle(%q) called after Run", pattern))
+	}
+	s.extra = append(s.extra, route{pattern, handler})
 }
 
 // Addr returns the address the server is listening on (with the real port when addr
@@ -123,6 +148,12 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	s.mu.Lock()
+	extra := s.extra
+	s.mu.Unlock()
+	for _, r := range extra {
+		mux.Handle(r.pattern, r.handler)
+	}
 	if s.gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelError),

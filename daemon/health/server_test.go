@@ -21,12 +21,16 @@ type runningServer struct {
 	done   chan error
 }
 
-// startServer runs a Server on a free loopback port and waits until it listens.
-func startServer(t *testing.T, checker *Checker) *runningServer {
+// startServer runs a Server on a free loopback port and waits until it listens;
+// setup runs on the Server before Run.
+func startServer(t *testing.T, checker *Checker, setup ...func(*Server)) *runningServer {
 	t.Helper()
 	srv := NewServer("127.0.0.1:0", checker, NewRegistry(), slog.New(slog.DiscardHandler))
 	if got := srv.Addr(); got != "" {
 		t.Fatalf("Addr() before Run = %q, want empty", got)
+	}
+	for _, f := range setup {
+		f(srv)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rs := &runningServer{srv: srv, cancel: cancel, done: make(chan error, 1)}
@@ -123,6 +127,32 @@ func TestMetricsServesGoAndProcessCollectors(t *testing.T) {
 			t.Errorf("/metrics lacks a %q sample", strings.TrimSpace(want))
 		}
 	}
+}
+
+func TestHandleMountsExtraHandlers(t *testing.T) {
+	rs := startServer(t, NewChecker(), func(s *Server) {
+		s.Handle("GET /pressure", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "signals")
+		}))
+	})
+	base := "http://" + rs.srv.Addr()
+	if code, body := get(t, base+"/pressure"); code != http.StatusOK || body != "signals" {
+		t.Fatalf("/pressure = %d %q, want 200 \"signals\"", code, body)
+	}
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok" {
+		t.Fatalf("/healthz beside an extra handler = %d %q, want 200 \"ok\"", code, body)
+	}
+	if code, _ := get(t, base+"/other"); code != http.StatusNotFound {
+		t.Fatalf("/other = %d, want 404", code)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Handle after Run did not panic")
+			}
+		}()
+		rs.srv.Handle("GET /late", http.NotFoundHandler())
+	}()
 }
 
 func TestHealthzRejectsWrites(t *testing.T) {
