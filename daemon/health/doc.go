@@ -1,6 +1,7 @@
 // Package health holds plinthd's internal health checks and the local HTTP endpoint
 // that shows them: /healthz (kubelet-style "[+]name ok" / "[-]name failed: reason"
-// lines) and /metrics (Prometheus exposition of a caller-supplied Gatherer).
+// lines), /metrics (Prometheus exposition of a caller-supplied Gatherer) and whatever
+// read-only views other subsystems mount with Server.Handle (/pressure).
 //
 // The same Checker gates the systemd watchdog pings (package daemon/watchdog), so a
 // check that fails or hangs both turns /healthz red and lets systemd restart plinthd.
