@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/plinth/plinth/control/auth"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
+	"github.com/plinth/plinth/control/ipalloc"
 )
 
 // Options are plinth-control's settings, one flag each.
@@ -30,6 +32,11 @@ type Options struct {
 	// NodeCertValidity is the lifetime of node client certificates signed at join and
 	// renewal.
 	NodeCertValidity time.Duration
+
+	// ServiceClusterIPRange and ServiceNodePortRange are where Services get cluster IPs
+	// and node ports, as kube-apiserver's flags of the same names.
+	ServiceClusterIPRange string
+	ServiceNodePortRange  string
 }
 
 // DefaultOptions are the reference defaults.
@@ -43,6 +50,9 @@ func DefaultOptions() Options {
 		NodeLifecycle:      nodelifecycle.DefaultOptions(),
 		LogLevel:           "info",
 		NodeCertValidity:   auth.DefaultNodeCertValidity,
+
+		ServiceClusterIPRange: "10.96.0.0/12",
+		ServiceNodePortRange:  "30000-32767",
 	}
 }
 
@@ -79,6 +89,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.NodeLifecycle.GracePeriod, "node-monitor-grace-period", o.NodeLifecycle.GracePeriod, "how long a node may be silent before it is marked Unknown")
 	fs.DurationVar(&o.NodeLifecycle.StartupGracePeriod, "node-startup-grace-period", o.NodeLifecycle.StartupGracePeriod, "grace for a node that has never posted status")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR Services get cluster IPs from (dynamic ones from above the first min(max(16, size/16), 256) addresses, which static ones prefer); at most 20 host bits")
+	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "ports NodePort and LoadBalancer Services get node ports from, FIRST-LAST or FIRST+OFFSET")
 	fs.DurationVar(&o.NodeCertValidity, "node-cert-validity", o.NodeCertValidity, "lifetime of the client certificates signed for nodes at join and renewal (nodes renew at 70-90% of it)")
 }
 
@@ -103,6 +115,9 @@ func (o *Options) Complete() error {
 	if err := o.NodeLifecycle.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, _, err := o.serviceRanges(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.NodeCertValidity < 10*time.Second {
 		errs = append(errs, fmt.Errorf("--node-cert-validity: %s is too short: want at least 10s", o.NodeCertValidity))
 	}
@@ -124,4 +139,20 @@ func (o *Options) serverURL(port int) string {
 		return o.Server
 	}
 	return fmt.Sprintf("https://127.0.0.1:%d", port)
+}
+
+// serviceRanges parses --service-cluster-ip-range and --service-node-port-range.
+func (o *Options) serviceRanges() (netip.Prefix, ipalloc.PortRange, error) {
+	cidr, err := netip.ParsePrefix(o.ServiceClusterIPRange)
+	if err == nil {
+		err = ipalloc.CheckServiceIPRange(cidr)
+	}
+	if err != nil {
+		return netip.Prefix{}, ipalloc.PortRange{}, fmt.Errorf("--service-cluster-ip-range: %q: %w", o.ServiceClusterIPRange, err)
+	}
+	ports, err := ipalloc.ParsePortRange(o.ServiceNodePortRange)
+	if err != nil {
+		return netip.Prefix{}, ipalloc.PortRange{}, fmt.Errorf("--service-node-port-range: %w", err)
+	}
+	return cidr, ports, nil
 }

@@ -69,7 +69,15 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg, err := apiserver.NewRegistry(registry.All()...)
+	serviceCIDR, nodePorts, _ := o.serviceRanges() // checked by Complete
+	resources, err := registry.Resources(registry.Config{
+		Store: store, ServiceClusterIPRange: serviceCIDR, ServiceNodePortRange: nodePorts,
+		Logger: logger.With("component", "registry"),
+	})
+	if err != nil {
+		return err
+	}
+	reg, err := apiserver.NewRegistry(resources...)
 	if err != nil {
 		return err
 	}
@@ -122,6 +130,16 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	})
 	g.Go(func() error { return runControllers(gctx, loopback, o, metrics, logger) })
 
+	// default, kube-system, kube-node-lease and kube-public exist before anyone is told
+	// the API serves.
+	if err := registry.EnsureDefaultNamespaces(gctx, loopback.CoreV1()); err != nil {
+		g.Go(func() error { return err }) // stops everything started above
+		werr := g.Wait()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("creating the default namespaces: %w", werr)
+	}
 	logger.Info("control service serving", "address", ln.Addr().String(), "server", server,
 		"admin_kubeconfig", o.AdminKubeconfig, "etcd", etcdDescription(o))
 	if ready != nil {
