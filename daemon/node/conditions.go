@@ -13,6 +13,14 @@ type ConditionSource interface {
 	Conditions() []corev1.NodeCondition
 }
 
+// ConditionNotifier is implemented by a ConditionSource that knows when its conditions
+// change (the pressure manager does). RunStatus then posts status as soon as a value
+// arrives instead of at its next period, so a pressure condition reaches the API
+// within the time of one status update rather than up to StatusUpdateFrequency later.
+type ConditionNotifier interface {
+	Changed() <-chan struct{}
+}
+
 // Reasons and messages of the conditions plinthd reports, in kubelet's shape with the
 // Plinthd prefix.
 const (

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,17 +16,37 @@ const maxStatusTries = 5
 // RunStatus computes node status every StatusUpdateFrequency until ctx is done, and
 // posts it when something changed (a condition's status, reason or message, the
 // addresses, capacity, allocatable or nodeInfo) or StatusReportFrequency has passed
-// since the last report. Failures are logged, counted and retried on the next tick.
-// It returns nil when ctx is done.
+// since the last report. When the condition source is a ConditionNotifier, a change it
+// announces starts an update at once, and the next period counts from there. Failures
+// are logged, counted and retried on the next tick. It returns nil when ctx is done.
 func (a *Agent) RunStatus(ctx context.Context) error {
 	a.statusLive.start()
 	defer a.statusLive.stop()
+	var changed <-chan struct{}
+	if n, ok := a.conditions.(ConditionNotifier); ok {
+		changed = n.Changed()
+	}
 	for {
 		a.syncStatusMeasured(ctx)
 		a.statusLive.iterated()
-		if !a.wait(ctx, a.cfg.StatusUpdateFrequency) {
+		if !a.waitOrChange(ctx, a.cfg.StatusUpdateFrequency, changed) {
 			return nil
 		}
+	}
+}
+
+// waitOrChange is wait that also ends when changed receives; false means ctx ended.
+func (a *Agent) waitOrChange(ctx context.Context, d time.Duration, changed <-chan struct{}) bool {
+	t := a.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	case <-changed:
+		a.logger.Debug("node conditions changed; updating status now")
+		return true
 	}
 }
 

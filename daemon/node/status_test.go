@@ -151,6 +151,39 @@ func TestStatusSentOnConditionChange(t *testing.T) {
 	}
 }
 
+// notifyingConditions is a ConditionSource that announces its changes.
+type notifyingConditions struct {
+	mutableConditions
+	changed chan struct{}
+}
+
+func (n *notifyingConditions) Changed() <-chan struct{} { return n.changed }
+
+// A source that announces a change gets it posted at once, without waiting for the
+// status period: the clock does not move.
+func TestStatusSentAtOnceWhenSourceAnnouncesChange(t *testing.T) {
+	src := &notifyingConditions{mutableConditions: mutableConditions{conds: NoPressure{}.Conditions()}, changed: make(chan struct{}, 1)}
+	e := newTestEnv(t, testConfig(), src, registeredNode())
+	e.start(t, e.agent.RunStatus)
+	e.clock.nextWait(t) // first report done, waiting for the period
+	if got := statusUpdates(e); got != 1 {
+		t.Fatalf("status updates after start = %d, want 1", got)
+	}
+	e.clock.Step(3 * time.Second) // part of a period: not due by the clock
+	src.set(corev1.NodeMemoryPressure, corev1.ConditionTrue, "PlinthdHasInsufficientMemory", "allocatableMemory.available 62Mi < 100Mi")
+	src.changed <- struct{}{}
+	if got := e.clock.nextWait(t); got != 10*time.Second {
+		t.Fatalf("wait after the change = %s, want a fresh 10s period", got)
+	}
+	if got := statusUpdates(e); got != 2 {
+		t.Fatalf("status updates after the announced change = %d, want 2", got)
+	}
+	mem := condition(t, getNode(t, e), corev1.NodeMemoryPressure)
+	if at := t0.Add(3 * time.Second); mem.Status != corev1.ConditionTrue || !mem.LastTransitionTime.Time.Equal(at) {
+		t.Errorf("MemoryPressure = %+v, want True with transition at %s", mem, at)
+	}
+}
+
 func TestStatusSentWhenReportFrequencyElapses(t *testing.T) {
 	e, _ := statusEnv(t)
 	// 29 periods after the first report is 4m50s: nothing due yet.
