@@ -277,3 +277,27 @@ func certOf(t *testing.T, file string) *x509.Certificate {
 	}
 	return cert
 }
+
+func TestJoinCommand(t *testing.T) {
+	f := newFakeControl(t, true)
+	o := joinOpts(t, f)
+	var out, errOut strings.Builder
+	code := JoinCommand(context.Background(), []string{"--server", f.url, "--token", testToken, "--ca-cert-hash", f.caHash,
+		"--node-name", "node-a", "--kubeconfig", o.Kubeconfig, "--cert-dir", o.CertDir}, &out, &errOut)
+	if code != 0 || !strings.Contains(out.String(), "node node-a joined: kubeconfig "+o.Kubeconfig) {
+		t.Fatalf("join: %d %q %q", code, out.String(), errOut.String())
+	}
+	if _, err := os.Stat(o.Kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	errOut.Reset()
+	if code := JoinCommand(context.Background(), []string{"--server", f.url}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "missing [--token --ca-cert-hash]") {
+		t.Fatalf("missing flags: %d %q", code, errOut.String())
+	}
+	errOut.Reset()
+	code = JoinCommand(context.Background(), []string{"--server", f.url, "--token", testToken, "--ca-cert-hash", "sha256:" + strings.Repeat("0", 64),
+		"--node-name", "node-a", "--kubeconfig", o.Kubeconfig + ".2", "--cert-dir", o.CertDir}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "the token was not sent") {
+		t.Fatalf("wrong hash: %d %q", code, errOut.String())
+	}
+}

@@ -3,6 +3,7 @@
 //
 //	plinth-control [flags]                                  serve
 //	plinth-control issue-node-credentials NAME [--out F]     write a node kubeconfig
+//	plinth-control token create|list|delete [flags]         manage bootstrap tokens
 //	plinth-control version
 package main
 
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/plinth/plinth/control/auth"
 	"github.com/plinth/plinth/control/service"
 	"github.com/plinth/plinth/internal/version"
 )
@@ -26,6 +28,11 @@ func main() {
 			return
 		case "issue-node-credentials":
 			os.Exit(issueNodeCredentials(os.Args[2:]))
+		case "token":
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := auth.TokenCommand(ctx, os.Args[2:], service.DefaultOptions().DataDir, os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
 		}
 	}
 	opts := service.DefaultOptions()
@@ -33,7 +40,7 @@ func main() {
 	opts.BindFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "plinth-control: unexpected argument %q (subcommands: issue-node-credentials, version)\n", fs.Arg(0))
+		fmt.Fprintf(os.Stderr, "plinth-control: unexpected argument %q (subcommands: issue-node-credentials, token, version)\n", fs.Arg(0))
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,14 +1,20 @@
 // Command plinthctl is the node-local operator tool for plinthd.
 //
 //	plinthctl status [--address 127.0.0.1:10248]   plinthd's health checks
+//	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
+//	                                               join the cluster: write plinthd's kubeconfig
 //	plinthctl version
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/internal/version"
 )
@@ -17,6 +23,8 @@ const usage = `usage: plinthctl COMMAND [flags]
 
 commands:
   status    show plinthd's health checks (exit 1 when one fails)
+  join      obtain this node's client certificate with a bootstrap token and write
+            plinthd's kubeconfig (see plinthctl join -h)
   version   print the version
 `
 
@@ -28,6 +36,11 @@ func main() {
 	switch os.Args[1] {
 	case "version":
 		fmt.Println("plinthctl", version.String())
+	case "join":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := controlclient.JoinCommand(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	case "status":
 		fs := flag.NewFlagSet("plinthctl status", flag.ExitOnError)
 		addr := fs.String("address", "127.0.0.1:10248", "plinthd's healthzBindAddress")

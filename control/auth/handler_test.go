@@ -29,11 +29,15 @@ import (
 	"github.com/plinth/plinth/control/pki"
 )
 
-// headerUser authenticates tests' requests from an X-Test-User header ("name|group,group").
+// headerUser authenticates tests' requests from an X-Test-User header ("name|group,group"),
+// and "Authorization: Bearer test-admin" as an administrator.
 type headerUser struct{}
 
 func (headerUser) Authenticate(req *http.Request) (apiserver.User, bool, error) {
 	v := req.Header.Get("X-Test-User")
+	if req.Header.Get("Authorization") == "Bearer test-admin" {
+		v = "plinth-admin|system:masters"
+	}
 	if v == "" {
 		return apiserver.User{}, false, nil
 	}
@@ -78,6 +82,8 @@ func ecKey(t *testing.T) *ecdsa.PrivateKey {
 
 type handlerEnv struct {
 	url    string
+	client *http.Client
+	caPEM  []byte
 	ca     *FileCA
 	tokens *TokenStore
 }
@@ -94,9 +100,11 @@ func newHandlerEnv(t *testing.T) handlerEnv {
 		t.Fatal(err)
 	}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "api", http.StatusTeapot) })
-	srv := httptest.NewServer(Mount(api, h))
+	// TLS, because clientcmd drops credentials from kubeconfigs of plain-HTTP servers.
+	srv := httptest.NewTLSServer(Mount(api, h))
 	t.Cleanup(srv.Close)
-	return handlerEnv{url: srv.URL, ca: ca, tokens: tokens}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return handlerEnv{url: srv.URL, client: srv.Client(), caPEM: caPEM, ca: ca, tokens: tokens}
 }
 
 func (e handlerEnv) do(t *testing.T, user, method, path string, body any) (int, []byte) {
@@ -116,7 +124,7 @@ func (e handlerEnv) do(t *testing.T, user, method, path string, body any) (int, 
 	if user != "" {
 		req.Header.Set("X-Test-User", user)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
