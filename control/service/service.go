@@ -16,12 +16,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/controllers/gc"
+	"github.com/plinth/plinth/control/controllers/namespace"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 	"github.com/plinth/plinth/control/pki"
 	"github.com/plinth/plinth/control/registry"
@@ -107,7 +110,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		ln.Close()
 		return err
 	}
-	loopback, err := loopbackClient(authority, port)
+	loopback, loopbackConfig, err := loopbackClient(authority, port)
 	if err != nil {
 		ln.Close()
 		return err
@@ -128,7 +131,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		store.RunCompactor(gctx, o.CompactionInterval, clock.RealClock{}, logger.With("component", "compactor"))
 		return nil
 	})
-	g.Go(func() error { return runControllers(gctx, loopback, o, metrics, logger) })
+	g.Go(func() error { return runControllers(gctx, loopback, loopbackConfig, o, metrics, logger) })
 
 	// default, kube-system, kube-node-lease and kube-public exist before anyone is told
 	// the API serves.
@@ -178,11 +181,12 @@ func etcdDescription(o Options) string {
 }
 
 // loopbackClient is the controllers' client: an in-memory certificate for the control
-// service's own identity, talking to its own listener.
-func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, error) {
+// service's own identity, talking to its own listener. The config is for controllers
+// that need other clients (dynamic) to the same place.
+func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, *rest.Config, error) {
 	cert, key, err := authority.IssueClientCert(pki.ControlUser, []string{pki.AdminGroup}, 0)
 	if err != nil {
-		return nil, fmt.Errorf("loopback client certificate: %w", err)
+		return nil, nil, fmt.Errorf("loopback client certificate: %w", err)
 	}
 	cfg := &rest.Config{
 		Host:            fmt.Sprintf("https://127.0.0.1:%d", port),
@@ -193,13 +197,29 @@ func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, e
 	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("loopback client: %w", err)
+		return nil, nil, fmt.Errorf("loopback client: %w", err)
 	}
-	return c, nil
+	return c, cfg, nil
 }
 
 // runControllers starts the informers and the control loops and waits for them.
-func runControllers(ctx context.Context, client kubernetes.Interface, o Options, reg prometheus.Registerer, logger *slog.Logger) error {
+func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, o Options, reg prometheus.Registerer, logger *slog.Logger) error {
+	// The garbage collector and the namespace controller work on every resource, as
+	// unstructured objects through the dynamic client (the API answers JSON only).
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("loopback dynamic client: %w", err)
+	}
+	collector, err := gc.New(gc.Config{Client: dyn, Discovery: client.Discovery(), Clock: clock.RealClock{},
+		Registerer: reg, Logger: logger, Options: gc.DefaultOptions()})
+	if err != nil {
+		return err
+	}
+	namespaces, err := namespace.New(namespace.Config{Client: dyn, Discovery: client.Discovery(), Clock: clock.RealClock{},
+		Registerer: reg, Logger: logger, Options: namespace.DefaultOptions()})
+	if err != nil {
+		return err
+	}
 	all := informers.NewSharedInformerFactory(client, 0)
 	nodeLeases := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("kube-node-lease"))
 	lifecycle, err := nodelifecycle.New(client, all.Core().V1().Nodes(), nodeLeases.Coordination().V1().Leases(),
@@ -215,8 +235,14 @@ func runControllers(ctx context.Context, client kubernetes.Interface, o Options,
 		all.Shutdown()
 		nodeLeases.Shutdown()
 	}()
-	if err := lifecycle.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	loops, lctx := errgroup.WithContext(ctx)
+	loops.Go(func() error { return collector.Run(lctx) })
+	loops.Go(func() error { return namespaces.Run(lctx) })
+	loops.Go(func() error {
+		if err := lifecycle.Run(lctx); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	})
+	return loops.Wait()
 }
