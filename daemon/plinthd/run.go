@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/node"
@@ -84,6 +85,19 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 	checker.Register("node-lease", agent.LeaseAlive)
 	checker.Register("node-status", agent.StatusAlive)
 	wg.Go(func() { _ = dog.Run(ctx) })
+	// Renew the client certificate written by plinthctl join; client-go picks up the
+	// new file by itself. A kubeconfig with an embedded certificate is not renewed.
+	renewer, err := controlclient.NewCertRenewer(cfg.Kubeconfig, controlclient.RenewerOptions{
+		Registerer: registry, Logger: logger.With("component", "certificates"),
+	})
+	switch {
+	case errors.Is(err, controlclient.ErrNotRenewable):
+		logger.Warn("client certificate renewal is off", "reason", err)
+	case err != nil:
+		return err
+	default:
+		wg.Go(func() { _ = renewer.Run(ctx) })
+	}
 
 	_ = watchdog.Status(notifier, "registering node")
 	// The heartbeat starts at once, as kubelet's does; status waits for the Node.
