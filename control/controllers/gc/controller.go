@@ -215,7 +215,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.logger.Debug("retrying", "uid", uid, "err", err)
 		c.queue.AddRateLimited(uid)
 	default:
-		c.logger.Warn("retrying", "uid", uid, "err", err, "retries", c.queue.NumRequeues(uid))
+		// A lasting failure (an owner of a kind the API does not serve) is retried
+		// with growing delays; its log lines thin out the same way.
+		retries := c.queue.NumRequeues(uid)
+		level := slog.LevelDebug
+		if retries&(retries-1) == 0 {
+			level = slog.LevelWarn
+		}
+		c.logger.Log(ctx, level, "retrying", "uid", uid, "err", err, "retries", retries)
 		c.queue.AddRateLimited(uid)
 	}
 	return true

@@ -90,7 +90,7 @@ func (m *monitors) sync(ctx context.Context, want map[schema.GroupVersionResourc
 		}
 		m.running[gvr] = mon
 		changed = true
-		m.logger.Info("watching resource", "resource", gvr.String())
+		m.logger.Info("watching resource", "resource", resourceName(gvr))
 	}
 	if removeMissing {
 		for gvr, mon := range m.running {
@@ -102,20 +102,28 @@ func (m *monitors) sync(ctx context.Context, want map[schema.GroupVersionResourc
 			delete(m.running, gvr)
 			m.graph.forgetResource(gvr)
 			changed = true
-			m.logger.Info("stopped watching resource", "resource", gvr.String())
+			m.logger.Info("stopped watching resource", "resource", resourceName(gvr))
 		}
 	}
 	return changed, errors.Join(errs...)
 }
 
 func compareGVR(a, b schema.GroupVersionResource) int {
-	return strings.Compare(a.String(), b.String())
+	return strings.Compare(resourceName(a), resourceName(b))
+}
+
+// resourceName spells gvr as kubectl does: pods.v1, leases.v1.coordination.k8s.io.
+func resourceName(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "." + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }
 
 func (m *monitors) start(ctx context.Context, gvr schema.GroupVersionResource) (*monitor, error) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	if err := inf.SetTransform(keepMetadata); err != nil {
-		return nil, fmt.Errorf("gc: informer for %s: %w", gvr, err)
+		return nil, fmt.Errorf("gc: informer for %s: %w", resourceName(gvr), err)
 	}
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.observe(gvr, obj) },
@@ -123,7 +131,7 @@ func (m *monitors) start(ctx context.Context, gvr schema.GroupVersionResource) (
 		DeleteFunc: func(obj any) { m.deleted(gvr, obj) },
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gc: informer for %s: %w", gvr, err)
+		return nil, fmt.Errorf("gc: informer for %s: %w", resourceName(gvr), err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	mon := &monitor{synced: reg.HasSynced, cancel: cancel, done: make(chan struct{})}
@@ -157,7 +165,7 @@ func keepMetadata(obj any) (any, error) {
 func (m *monitors) observe(gvr schema.GroupVersionResource, obj any) {
 	n, ok := nodeFromObject(gvr, obj)
 	if !ok {
-		m.logger.Warn("informer delivered an object without metadata", "resource", gvr.String(), "type", fmt.Sprintf("%T", obj))
+		m.logger.Warn("informer delivered an object without metadata", "resource", resourceName(gvr), "type", fmt.Sprintf("%T", obj))
 		return
 	}
 	old := m.graph.observe(n)
