@@ -117,6 +117,11 @@ func TestNamespaceLifecycle(t *testing.T) {
 			t.Fatalf("namespace %s: phase %q finalizers %v labels %v", name, ns.Status.Phase, ns.Spec.Finalizers, ns.Labels)
 		}
 	}
+	for _, name := range registry.ImmortalNamespaces {
+		if err := nss.Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("DELETE of namespace %s: %v, want Forbidden", name, err)
+		}
+	}
 	// Running it again finds them and changes nothing.
 	if err := registry.EnsureDefaultNamespaces(ctx, api.client.CoreV1()); err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func newAPI(t *testing.T, cfg registry.Config) apiHarness {
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Version: version.Info{GitVersion: "v1.33.0-plinth"},
 		Authenticators: []apiserver.Authenticator{admin{}},
+		Admitters:      []apiserver.Admitter{registry.NamespaceDeletionGuard{}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -130,3 +130,24 @@ func EnsureDefaultNamespaces(ctx context.Context, client corev1client.Namespaces
 	}
 	return nil
 }
+
+// ImmortalNamespaces may not be deleted, as Kubernetes' NamespaceLifecycle admission
+// refuses: the cluster's own objects live there.
+var ImmortalNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// NamespaceDeletionGuard is an apiserver.Admitter that refuses to delete the
+// ImmortalNamespaces with 403 Forbidden.
+type NamespaceDeletionGuard struct{}
+
+// Admit implements apiserver.Admitter.
+func (NamespaceDeletionGuard) Admit(_ context.Context, a apiserver.Attributes, _, _ runtime.Object) error {
+	if a.Verb != "delete" || a.Group != "" || a.Resource != "namespaces" || a.Subresource != "" {
+		return nil
+	}
+	for _, name := range ImmortalNamespaces {
+		if a.Name == name {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, a.Name, fmt.Errorf("this namespace may not be deleted"))
+		}
+	}
+	return nil
+}
