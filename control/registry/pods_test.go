@@ -189,8 +189,12 @@ func TestPodValidation(t *testing.T) {
 		{"restart policy", func(p *corev1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, "spec.restartPolicy"},
 		{"dns policy None without config", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSNone }, "spec.dnsConfig"},
 		{"port zero", func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Protocol: "TCP"}} }, "spec.containers[0].ports[0].containerPort"},
-		{"port too high", func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000, Protocol: "TCP"}} }, "spec.containers[0].ports[0].containerPort"},
-		{"protocol", func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: "ICMP"}} }, "spec.containers[0].ports[0].protocol"},
+		{"port too high", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000, Protocol: "TCP"}}
+		}, "spec.containers[0].ports[0].containerPort"},
+		{"protocol", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: "ICMP"}}
+		}, "spec.containers[0].ports[0].protocol"},
 		{"port name", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "way-too-long-port-name", ContainerPort: 80, Protocol: "TCP"}}
 		}, "spec.containers[0].ports[0].name"},
