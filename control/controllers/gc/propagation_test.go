@@ -80,7 +80,7 @@ func TestForegroundDeletesDependentsThenReleasesOwner(t *testing.T) {
 	}
 	got := h.get(shared)
 	if got == nil || !slices.Equal(ownerUIDs(got), []types.UID{alive.GetUID()}) {
-		t.Errorf("shared dependent: %v, want kept with only its existing owner", got)
+		t.Fatalf("shared dependent: %v, want kept with only its existing owner", got)
 	}
 
 	// The informers report what happened; the last blocking one's update releases the owner.
