@@ -405,7 +405,9 @@ func (s *Server) prepareUpdate(ctx context.Context, r *Resource, info requestInf
 func (s *Server) writeUpdate(ctx context.Context, r *Resource, info requestInfo, obj runtime.Object, expect int64) (runtime.Object, error) {
 	acc, _ := meta.Accessor(obj)
 	key := r.key(info.namespace, info.name)
-	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 {
+	// An object being deleted goes once no finalizer holds it and its grace period was
+	// zero (a graceful deletion waits for its owner, a node, to confirm with grace 0).
+	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && zeroGrace(acc.GetDeletionGracePeriodSeconds()) {
 		rev, err := s.cfg.Store.Delete(ctx, key, expect)
 		if err != nil {
 			return nil, err
@@ -571,6 +573,8 @@ func (s *Server) markForDeletion(r *Resource, obj runtime.Object, opts metav1.De
 	}
 	return true, changed
 }
+
+func zeroGrace(g *int64) bool { return g == nil || *g == 0 }
 
 func storageError(gr schemaGR, name string, err error) error {
 	switch {
