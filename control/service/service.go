@@ -87,7 +87,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	api, err := apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Logger: logger.With("component", "apiserver"), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), OpenAPI: true,
-		Authenticators: authn.authenticators, Authorizer: authn.authorizer, Admitters: []apiserver.Admitter{authn.admission},
+		Authenticators: authn.authenticators, Authorizer: authn.authorizer, Admitters: []apiserver.Admitter{authn.admission, registry.NamespaceDeletionGuard{}},
 		Version: version.Info{
 			Major: kubernetesMajor, Minor: kubernetesMinor,
 			GitVersion: fmt.Sprintf("v%s.%s.0+plinth.%s", kubernetesMajor, kubernetesMinor, plinthversion.String()),
@@ -227,11 +227,12 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	if err != nil {
 		return err
 	}
+	// The informers stop when this function returns, also when a loop failed.
+	ctx, stop := context.WithCancel(ctx)
 	all.Start(ctx.Done())
 	nodeLeases.Start(ctx.Done())
 	defer func() {
-		// Shutdown waits for the informers, which stop once ctx is done.
-		<-ctx.Done()
+		stop()
 		all.Shutdown()
 		nodeLeases.Shutdown()
 	}()
