@@ -39,10 +39,9 @@ type Config struct {
 	AllocationSeed uint64
 }
 
-// Resources returns every resource the control service serves.
-func Resources(cfg Config) ([]*apiserver.Resource, error) {
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Store == nil {
-		return nil, errors.New("registry: Config.Store is required for cluster IP and node port claims")
+		return cfg, errors.New("registry: Config.Store is required for cluster IP and node port claims")
 	}
 	if !cfg.ServiceClusterIPRange.IsValid() {
 		cfg.ServiceClusterIPRange = DefaultServiceClusterIPRange
@@ -52,6 +51,15 @@ func Resources(cfg Config) ([]*apiserver.Resource, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	return cfg, nil
+}
+
+// Resources returns every resource the control service serves.
+func Resources(cfg Config) ([]*apiserver.Resource, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	opts := ipalloc.Options{Clock: cfg.Clock, Seed: cfg.AllocationSeed}
 	ips, err := ipalloc.NewServiceIPs(cfg.Store, cfg.ServiceClusterIPRange, opts)
