@@ -114,4 +114,3 @@ func (rep *RepairReport) note(err error, wasClaimed bool, what string) {
 		rep.Conflicts = append(rep.Conflicts, what+": "+err.Error())
 	}
 }
-
