@@ -222,8 +222,9 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	}
 	all := informers.NewSharedInformerFactory(client, 0)
 	nodeLeases := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("kube-node-lease"))
-	lifecycle, err := nodelifecycle.New(client, all.Core().V1().Nodes(), nodeLeases.Coordination().V1().Leases(),
-		clock.RealClock{}, reg, logger, o.NodeLifecycle)
+	lifecycle, err := nodelifecycle.New(nodelifecycle.Config{Client: client, Nodes: all.Core().V1().Nodes(),
+		Leases: nodeLeases.Coordination().V1().Leases(), Pods: all.Core().V1().Pods(), Clock: clock.RealClock{},
+		Registerer: reg, Logger: logger, Options: o.NodeLifecycle})
 	if err != nil {
 		return err
 	}

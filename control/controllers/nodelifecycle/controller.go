@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,57 +25,103 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Controller watches node heartbeats and marks silent nodes' conditions Unknown.
+// EventRecorder is the part of client-go's record.EventRecorder the controller uses. It
+// is called with the controller's lock held, so it must not block (client-go's
+// broadcasting recorder does not).
+type EventRecorder interface {
+	Event(object runtime.Object, eventtype, reason, message string)
+}
+
+// Config wires a Controller. Client, Nodes, Leases and Clock are required.
+type Config struct {
+	Client kubernetes.Interface
+	Nodes  coreinformers.NodeInformer
+	// Leases are looked up in kube-node-lease under the node's name.
+	Leases coordinationinformers.LeaseInformer
+	// Pods, when set, lets the controller mark the pods of a silent node not Ready, so
+	// they leave Service endpoints; nil leaves pods alone.
+	Pods  coreinformers.PodInformer
+	Clock clock.WithTicker
+	// Registerer receives the metrics; nil leaves them unregistered.
+	Registerer prometheus.Registerer
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Recorder receives the RegisteredNode, RemovingNode and NodeNotReady events; nil
+	// drops them.
+	Recorder EventRecorder
+	Options  Options
+}
+
+// Controller watches node heartbeats, marks silent nodes' conditions Unknown, keeps the
+// node taints that mirror conditions, and taints unready nodes NoExecute at the rate
+// their zone's disruption state allows.
 type Controller struct {
 	client       kubernetes.Interface
 	nodeLister   corelisters.NodeLister
 	leaseLister  coordinationlisters.LeaseLister
+	podIndexer   cache.Indexer // nil: pods are not marked
 	cachesSynced []cache.InformerSynced
 	clock        clock.WithTicker
 	logger       *slog.Logger
+	recorder     EventRecorder
 	opts         Options
 	metrics      *metrics
 
-	// mu guards nodes. It is held for bookkeeping only, never across an API call.
+	// mu guards nodes, zones, allDisrupted and dirty. It is held for bookkeeping only,
+	// never across an API call.
 	mu    sync.Mutex
 	nodes map[string]*nodeHealth
+	// zones is the disruption state and NoExecute tainting queue of every zone that has
+	// a node.
+	zones map[string]*zoneInfo
+	// allDisrupted: every zone with counted nodes is in FullDisruption, so no node keeps
+	// or gets a NoExecute taint.
+	allDisrupted bool
+	// dirty are nodes whose object changed since Run last reconciled their taints.
+	dirty map[string]bool
 
-	// newNode tells Run that a node appeared between sweeps, so its deadline may be the
-	// earliest. Heartbeats only move deadlines later and need no wakeup: a timer that
-	// fires early costs one sweep of the cache.
-	newNode chan struct{}
+	// wake tells Run that a node appeared (its deadline may be the earliest) or that a
+	// node changed (its taints need a look). Heartbeats only move deadlines later and
+	// need no wakeup: a timer that fires early costs one sweep of the cache.
+	wake chan struct{}
 }
 
 // New builds a controller over the given informers and registers its event handlers on
-// them; the caller starts the informer factory. Leases are looked up in the
-// kube-node-lease namespace under the node's name. reg receives the metrics (nil: not
-// registered); a nil logger discards logs.
-func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases coordinationinformers.LeaseInformer, clk clock.WithTicker, reg prometheus.Registerer, logger *slog.Logger, opts Options) (*Controller, error) {
-	if client == nil || nodes == nil || leases == nil || clk == nil {
-		return nil, errors.New("nodelifecycle: New needs a client, a node informer, a lease informer and a clock; one of them is nil")
+// them; the caller starts the informer factory.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Client == nil || cfg.Nodes == nil || cfg.Leases == nil || cfg.Clock == nil {
+		return nil, errors.New("nodelifecycle: Config needs Client, Nodes, Leases and Clock; one of them is nil")
 	}
-	if err := opts.Validate(); err != nil {
+	if err := cfg.Options.Validate(); err != nil {
 		return nil, err
 	}
+	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m, err := newMetrics(reg)
+	recorder := cfg.Recorder
+	if recorder == nil {
+		recorder = discardEvents{}
+	}
+	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{
-		client:      client,
-		nodeLister:  nodes.Lister(),
-		leaseLister: leases.Lister(),
-		clock:       clk,
+		client:      cfg.Client,
+		nodeLister:  cfg.Nodes.Lister(),
+		leaseLister: cfg.Leases.Lister(),
+		clock:       cfg.Clock,
 		logger:      logger.With("controller", "nodelifecycle"),
-		opts:        opts,
+		recorder:    recorder,
+		opts:        cfg.Options,
 		metrics:     m,
 		nodes:       make(map[string]*nodeHealth),
-		newNode:     make(chan struct{}, 1),
+		zones:       make(map[string]*zoneInfo),
+		dirty:       make(map[string]bool),
+		wake:        make(chan struct{}, 1),
 	}
-	nodeReg, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, err := cfg.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onNode(obj) },
 		UpdateFunc: func(_, obj any) { c.onNode(obj) },
 		DeleteFunc: c.onNodeDelete,
@@ -82,7 +129,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 	if err != nil {
 		return nil, fmt.Errorf("nodelifecycle: adding node event handler: %w", err)
 	}
-	leaseReg, err := leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	leaseReg, err := cfg.Leases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onLease(obj) },
 		UpdateFunc: func(_, obj any) { c.onLease(obj) },
 	})
@@ -90,21 +137,32 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 		return nil, fmt.Errorf("nodelifecycle: adding lease event handler: %w", err)
 	}
 	c.cachesSynced = []cache.InformerSynced{nodeReg.HasSynced, leaseReg.HasSynced}
+	if cfg.Pods != nil {
+		if err := addPodNodeIndex(cfg.Pods.Informer()); err != nil {
+			return nil, err
+		}
+		c.podIndexer = cfg.Pods.Informer().GetIndexer()
+		c.cachesSynced = append(c.cachesSynced, cfg.Pods.Informer().HasSynced)
+	}
 	return c, nil
 }
 
-// Run waits for the node and lease caches, then checks every node each MonitorPeriod
-// and also at the earliest per-node deadline, so a silent node is marked when its grace
-// runs out rather than up to a MonitorPeriod later. It returns nil when ctx is done,
-// and must be called once.
+// Run waits for the caches, then checks every node each MonitorPeriod and also at the
+// earliest per-node deadline, so a silent node is marked when its grace runs out rather
+// than up to a MonitorPeriod later. Between sweeps it taints queued nodes NoExecute as
+// their zones' rate limiters allow, and reconciles the taints of nodes that changed. It
+// returns nil when ctx is done, and must be called once.
 func (c *Controller) Run(ctx context.Context) error {
-	c.logger.Info("starting", "monitor_period", c.opts.MonitorPeriod, "grace_period", c.opts.GracePeriod, "startup_grace_period", c.opts.StartupGracePeriod)
+	c.logger.Info("starting", "monitor_period", c.opts.MonitorPeriod, "grace_period", c.opts.GracePeriod,
+		"startup_grace_period", c.opts.StartupGracePeriod, "eviction_rate", c.opts.EvictionRate,
+		"secondary_eviction_rate", c.opts.SecondaryEvictionRate, "unhealthy_zone_threshold", c.opts.UnhealthyZoneThreshold,
+		"large_cluster_size_threshold", c.opts.LargeClusterSizeThreshold)
 	defer c.logger.Info("stopped")
 	if !cache.WaitForCacheSync(ctx.Done(), c.cachesSynced...) {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return errors.New("nodelifecycle: node and lease caches did not sync")
+		return errors.New("nodelifecycle: node, lease and pod caches did not sync")
 	}
 	ticker := c.clock.NewTicker(c.opts.MonitorPeriod)
 	defer ticker.Stop()
@@ -113,15 +171,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	swept := c.clock.Now()
 	c.sweep(ctx)
 	for {
-		var timer clock.Timer
-		var deadlineC <-chan time.Time
-		if next, ok := c.nextDeadline(); ok {
-			now := c.clock.Now()
+		now := c.clock.Now()
+		var next time.Time
+		armed := false
+		if d, ok := c.nextDeadline(); ok {
 			switch {
-			case next.After(now):
-				timer = c.clock.NewTimer(next.Sub(now))
-				deadlineC = timer.C()
-			case next.After(swept):
+			case d.After(now):
+				next, armed = d, true
+			case d.After(swept):
 				// The deadline passed while the last sweep ran or just after it.
 				swept = now
 				c.sweep(ctx)
@@ -130,6 +187,22 @@ func (c *Controller) Run(ctx context.Context) error {
 				// A sweep after the deadline left the node undecided (the cache
 				// could not be listed); the ticker retries rather than a tight loop.
 			}
+		}
+		if t, ok := c.nextTaintTime(now); ok {
+			if !t.After(now) {
+				// Every pass spends a token or empties a queue, so this ends.
+				c.taintPass(ctx)
+				continue
+			}
+			if !armed || t.Before(next) {
+				next, armed = t, true
+			}
+		}
+		var timer clock.Timer
+		var timerC <-chan time.Time
+		if armed {
+			timer = c.clock.NewTimer(next.Sub(now))
+			timerC = timer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -140,11 +213,10 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ticker.C():
 			swept = c.clock.Now()
 			c.sweep(ctx)
-		case <-deadlineC:
-			swept = c.clock.Now()
-			c.sweep(ctx)
-		case <-c.newNode:
-			// Only the deadline needs recomputing.
+		case <-timerC:
+			// The top of the loop sees what is due.
+		case <-c.wake:
+			c.reconcileDirty(ctx)
 		}
 		if timer != nil {
 			timer.Stop()
@@ -160,8 +232,10 @@ func (c *Controller) nextDeadline() (time.Time, bool) {
 }
 
 // sweep reads every node and its Lease from the caches, marks the nodes whose grace has
-// run out Unknown, and forgets nodes that are gone. The event handlers stamp heartbeats
-// as they arrive; reading again here makes the sweep correct on its own.
+// run out Unknown, forgets nodes that are gone, recomputes the zones' disruption states,
+// reconciles every node's taints and marks the pods of silent nodes not Ready. The event
+// handlers stamp heartbeats as they arrive; reading again here makes the sweep correct
+// on its own.
 func (c *Controller) sweep(ctx context.Context) {
 	nodes, err := c.nodeLister.List(labels.Everything())
 	if err != nil {
@@ -170,11 +244,11 @@ func (c *Controller) sweep(ctx context.Context) {
 	}
 	now := c.clock.Now()
 	var silent []*v1.Node
+	latest := make(map[string]*v1.Node, len(nodes))
 
 	c.mu.Lock()
-	present := make(map[string]bool, len(nodes))
 	for _, node := range nodes {
-		present[node.Name] = true
+		latest[node.Name] = node
 		h, _ := c.observeNodeLocked(node, now)
 		c.noteLocked(node.Name, h.observeLease(readLeaseRenew(c.cachedLease(node.Name)), now))
 		v := decide(h, now, c.opts)
@@ -192,26 +266,45 @@ func (c *Controller) sweep(ctx context.Context) {
 		}
 	}
 	for name := range c.nodes {
-		if !present[name] {
+		if _, ok := latest[name]; !ok {
 			c.forgetLocked(name)
 		}
 	}
 	c.mu.Unlock()
 
 	for _, node := range silent {
-		if err := c.markUnknown(ctx, node); err != nil {
+		written, err := c.markUnknown(ctx, node)
+		if err != nil {
 			c.logger.Error("setting node conditions to Unknown", "node", node.Name, "err", err)
 		}
+		if written != nil {
+			latest[node.Name] = written
+		}
 	}
+	current := make([]*v1.Node, 0, len(nodes))
+	for _, node := range nodes {
+		current = append(current, latest[node.Name])
+	}
+
+	c.mu.Lock()
+	c.updateZonesLocked(current, c.clock.Now())
+	c.mu.Unlock()
+	for _, node := range current {
+		c.reconcileTaints(ctx, node)
+	}
+	c.markPodsOfSilentNodes(ctx, current)
+	c.taintPass(ctx)
 }
 
-// markUnknown writes the Unknown conditions through the status subresource. node is the
-// cached copy the sweep decided on. Before every attempt the decision is taken again,
-// because a heartbeat may have arrived since; after a conflict the node is fetched
-// again first, because the conflict may be the node agent coming back.
-func (c *Controller) markUnknown(ctx context.Context, node *v1.Node) error {
+// markUnknown writes the Unknown conditions through the status subresource and returns
+// the node as written (nil when nothing was written). node is the cached copy the sweep
+// decided on. Before every attempt the decision is taken again, because a heartbeat may
+// have arrived since; after a conflict the node is fetched again first, because the
+// conflict may be the node agent coming back.
+func (c *Controller) markUnknown(ctx context.Context, node *v1.Node) (*v1.Node, error) {
 	refetch := false
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	var result *v1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if refetch {
 			fresh, err := c.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -229,6 +322,7 @@ func (c *Controller) markUnknown(ctx context.Context, node *v1.Node) error {
 			return nil
 		}
 
+		wasReady := readyStatus(node) == v1.ConditionTrue
 		updated := node.DeepCopy()
 		changed := markConditionsUnknown(&updated.Status, node.CreationTimestamp, metav1.NewTime(c.clock.Now()))
 		if len(changed) == 0 {
@@ -238,14 +332,19 @@ func (c *Controller) markUnknown(ctx context.Context, node *v1.Node) error {
 		if err != nil {
 			return err
 		}
+		result = written
 		c.metrics.statusUnknown.Inc()
 		c.logger.Info("node stopped heartbeating; conditions set to Unknown",
 			"node", node.Name, "conditions", changed, "silent_for", v.silent, "grace_period", v.grace)
+		if wasReady {
+			c.recorder.Event(written, v1.EventTypeNormal, eventNodeNotReady, fmt.Sprintf("Node %s status is now: %s", node.Name, eventNodeNotReady))
+		}
 		// Take the written object as a reading so the write itself is never mistaken
 		// for a heartbeat; it keeps the node's heartbeat times, so it normally is not.
 		c.reobserve(written)
 		return nil
 	})
+	return result, err
 }
 
 // reobserve takes a fresh reading of node and decides again.
@@ -270,6 +369,7 @@ func (c *Controller) observeNodeLocked(node *v1.Node, now time.Time) (h *nodeHea
 	c.nodes[node.Name] = h
 	c.metrics.nodes.Set(float64(len(c.nodes)))
 	c.logger.Debug("tracking node", "node", node.Name, "grace_period", h.gracePeriod(c.opts))
+	c.recorder.Event(node, v1.EventTypeNormal, eventRegisteredNode, fmt.Sprintf("Node %s event: Registered Node %s in Controller", node.Name, node.Name))
 	return h, true
 }
 
@@ -300,8 +400,12 @@ func (c *Controller) forgetLocked(name string) {
 		return
 	}
 	delete(c.nodes, name)
+	delete(c.dirty, name)
 	c.metrics.nodes.Set(float64(len(c.nodes)))
 	c.logger.Debug("forgot deleted node", "node", name)
+	// The object is gone; a reference by name is what the event needs.
+	gone := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	c.recorder.Event(gone, v1.EventTypeNormal, eventRemovingNode, fmt.Sprintf("Node %s event: Removing Node %s from Controller", name, name))
 }
 
 func (c *Controller) onNode(obj any) {
@@ -310,13 +414,12 @@ func (c *Controller) onNode(obj any) {
 		return
 	}
 	c.mu.Lock()
-	_, created := c.observeNodeLocked(node, c.clock.Now())
+	c.observeNodeLocked(node, c.clock.Now())
+	c.dirty[node.Name] = true
 	c.mu.Unlock()
-	if created {
-		select {
-		case c.newNode <- struct{}{}:
-		default:
-		}
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -379,7 +379,7 @@ func TestEventHandlersStampHeartbeatsOnArrival(t *testing.T) {
 		t.Errorf("running node's deadline = %v, want %v (stamped when the renewal arrived)", got, want)
 	}
 	select {
-	case <-h.ctrl.newNode:
+	case <-h.ctrl.wake:
 	default:
 		t.Error("a new node did not wake Run to recompute its deadline")
 	}
@@ -390,16 +390,16 @@ func TestNewRejectsBadInput(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(h.client, 0)
 	nodes, leases := factory.Core().V1().Nodes(), factory.Coordination().V1().Leases()
 
-	if _, err := New(h.client, nil, leases, h.clock, nil, nil, DefaultOptions()); err == nil {
+	if _, err := New(Config{Client: h.client, Leases: leases, Clock: h.clock, Options: DefaultOptions()}); err == nil {
 		t.Error("nil node informer accepted")
 	}
 	opts := DefaultOptions()
 	opts.GracePeriod = -time.Second
-	if _, err := New(h.client, nodes, leases, h.clock, nil, nil, opts); err == nil || !strings.Contains(err.Error(), "GracePeriod") {
+	if _, err := New(Config{Client: h.client, Nodes: nodes, Leases: leases, Clock: h.clock, Options: opts}); err == nil || !strings.Contains(err.Error(), "GracePeriod") {
 		t.Errorf("negative GracePeriod: err = %v, want one naming GracePeriod", err)
 	}
 	// The harness's controller already registered its metrics with h.reg.
-	if _, err := New(h.client, nodes, leases, h.clock, h.reg, nil, DefaultOptions()); err == nil {
+	if _, err := New(Config{Client: h.client, Nodes: nodes, Leases: leases, Clock: h.clock, Registerer: h.reg, Options: DefaultOptions()}); err == nil {
 		t.Error("registering the metrics twice went unreported")
 	}
 }
@@ -421,7 +421,7 @@ func TestLeaseRenewalBetweenDecisionAndWriteWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.ctrl.onLease(lease)
-	if err := h.ctrl.markUnknown(h.ctx, cached); err != nil {
+	if _, err := h.ctrl.markUnknown(h.ctx, cached); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.statusWrites(); got != 0 {
@@ -429,7 +429,7 @@ func TestLeaseRenewalBetweenDecisionAndWriteWins(t *testing.T) {
 	}
 	// Without the renewal the same call writes: the check above can fail.
 	h.step(50 * time.Second)
-	if err := h.ctrl.markUnknown(h.ctx, cached); err != nil {
+	if _, err := h.ctrl.markUnknown(h.ctx, cached); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.statusWrites(); got != 1 {

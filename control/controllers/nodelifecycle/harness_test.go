@@ -17,11 +17,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
 var (
 	nodesResource  = v1.SchemeGroupVersion.WithResource("nodes")
+	podsResource   = v1.SchemeGroupVersion.WithResource("pods")
 	leasesResource = coordinationv1.SchemeGroupVersion.WithResource("leases")
 )
 
@@ -36,6 +38,8 @@ type harness struct {
 	ctrl   *Controller
 	nodes  cache.Indexer
 	leases cache.Indexer
+	pods   cache.Indexer
+	events *record.FakeRecorder
 	reg    *prometheus.Registry
 	logs   *bytes.Buffer
 	// nodeClock is the node agent's clock: an hour behind the controller's, to show
@@ -44,22 +48,32 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
+	return newHarnessWith(t, DefaultOptions())
+}
+
+func newHarnessWith(t *testing.T, opts Options) *harness {
 	t.Helper()
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	nodeInf := factory.Core().V1().Nodes()
 	leaseInf := factory.Coordination().V1().Leases()
+	podInf := factory.Core().V1().Pods()
 	clk := testingclock.NewFakeClock(t0)
 	reg := prometheus.NewRegistry()
 	logs := &bytes.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctrl, err := New(client, nodeInf, leaseInf, clk, reg, logger, DefaultOptions())
+	events := record.NewFakeRecorder(10000)
+	ctrl, err := New(Config{
+		Client: client, Nodes: nodeInf, Leases: leaseInf, Pods: podInf, Clock: clk,
+		Registerer: reg, Logger: logger, Recorder: events, Options: opts,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &harness{
 		t: t, ctx: t.Context(), clock: clk, client: client, ctrl: ctrl,
 		nodes: nodeInf.Informer().GetIndexer(), leases: leaseInf.Informer().GetIndexer(),
+		pods: podInf.Informer().GetIndexer(), events: events,
 		reg: reg, logs: logs, nodeClock: t0.Add(-time.Hour),
 	}
 }
@@ -75,6 +89,23 @@ func (h *harness) step(d time.Duration) {
 func (h *harness) sweep() {
 	h.t.Helper()
 	h.ctrl.sweep(h.ctx)
+	h.resync()
+}
+
+// resync replaces the node and pod caches with what the fake API holds.
+func (h *harness) resync() {
+	h.t.Helper()
+	pods, err := h.client.Tracker().List(podsResource, v1.SchemeGroupVersion.WithKind("Pod"), "")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	podItems := []any{}
+	for i := range pods.(*v1.PodList).Items {
+		podItems = append(podItems, &pods.(*v1.PodList).Items[i])
+	}
+	if err := h.pods.Replace(podItems, ""); err != nil {
+		h.t.Fatal(err)
+	}
 	objs, err := h.client.Tracker().List(nodesResource, v1.SchemeGroupVersion.WithKind("Node"), "")
 	if err != nil {
 		h.t.Fatal(err)
@@ -236,6 +267,9 @@ func (h *harness) metric(name string) float64 {
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
+		}
+		if len(mf.GetMetric()) != 1 {
+			h.t.Fatalf("metric %s has %d series, want 1", name, len(mf.GetMetric()))
 		}
 		m := mf.GetMetric()[0]
 		if c := m.GetCounter(); c != nil {

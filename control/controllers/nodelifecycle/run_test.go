@@ -48,7 +48,8 @@ func TestRunMarksAtDeadline(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	opts := DefaultOptions()
 	opts.MonitorPeriod = time.Hour
-	ctrl, err := New(client, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), clk, prometheus.NewRegistry(), nil, opts)
+	ctrl, err := New(Config{Client: client, Nodes: factory.Core().V1().Nodes(), Leases: factory.Coordination().V1().Leases(),
+		Clock: clk, Registerer: prometheus.NewRegistry(), Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
