@@ -318,6 +318,8 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *Resource, info request
 		if conditional && acc.GetResourceVersion() != strconv.FormatInt(kv.Revision, 10) {
 			return nil, false, conflict(gr, info.name)
 		}
+		// An unconditional update writes over what it just read.
+		acc.SetResourceVersion(strconv.FormatInt(kv.Revision, 10))
 		obj, err = s.prepareUpdate(ctx, r, info, obj, old)
 		if err != nil {
 			return nil, false, err

@@ -55,9 +55,18 @@ func buildTable(r *Resource, objs []runtime.Object, now time.Time, includeObject
 		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
 		ListMeta: listMeta,
 	}
-	t.ColumnDefinitions = append([]metav1.TableColumnDefinition{nameColumn}, r.Columns...)
-	if r.Row == nil {
+	// The name comes first, unless the resource places it itself (events list it last).
+	namesItself := false
+	for _, c := range r.Columns {
+		namesItself = namesItself || c.Format == "name"
+	}
+	switch {
+	case r.Row == nil:
 		t.ColumnDefinitions = []metav1.TableColumnDefinition{nameColumn, AgeColumn}
+	case namesItself:
+		t.ColumnDefinitions = append([]metav1.TableColumnDefinition(nil), r.Columns...)
+	default:
+		t.ColumnDefinitions = append([]metav1.TableColumnDefinition{nameColumn}, r.Columns...)
 	}
 	t.Rows = make([]metav1.TableRow, 0, len(objs))
 	for _, obj := range objs {
@@ -65,11 +74,14 @@ func buildTable(r *Resource, objs []runtime.Object, now time.Time, includeObject
 		if err != nil {
 			return nil, err
 		}
-		cells := []any{acc.GetName()}
-		if r.Row != nil {
-			cells = append(cells, r.Row(obj, now)...)
-		} else {
-			cells = append(cells, Age(acc.GetCreationTimestamp(), now))
+		var cells []any
+		switch {
+		case r.Row == nil:
+			cells = []any{acc.GetName(), Age(acc.GetCreationTimestamp(), now)}
+		case namesItself:
+			cells = r.Row(obj, now)
+		default:
+			cells = append([]any{acc.GetName()}, r.Row(obj, now)...)
 		}
 		row := metav1.TableRow{Cells: cells}
 		switch includeObject {

@@ -1,12 +1,3 @@
-//go:build apiserverfix
-
-// TestBinding needs a fix in control/apiserver that this package cannot make: updates
-// made through apiserver.Objects clear resourceVersion to be unconditional, and
-// prepareUpdate's metadata validation then refuses them ("metadata.resourceVersion:
-// must be specified for an update"); guaranteedUpdate should set the revision it read
-// on an unconditional update before validating. Until then, run it with:
-// go test -tags apiserverfix ./control/registry/
-
 package registry_test
 
 import (

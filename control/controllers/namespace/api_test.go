@@ -1,12 +1,3 @@
-//go:build apiserverfix
-
-// This test needs the control/apiserver fix that control/registry's graceful_test.go
-// waits for too: writeUpdate deletes any object with a deletionTimestamp and no
-// metadata.finalizers, so today a DELETE of a namespace removes it at once (its
-// spec.finalizers notwithstanding) and leaves its content behind, unseen by this
-// controller. Kubernetes deletes on update only when deletionGracePeriodSeconds is 0.
-// Until then, run it with: go test -tags apiserverfix ./control/controllers/namespace/
-
 package namespace_test
 
 import (

@@ -14,10 +14,8 @@
 // it when no other finalizer remains.
 //
 // Every pass starts from live reads, so the controller is level-triggered, idempotent
-// and safe to restart. It writes no status conditions (Kubernetes' NamespaceContentRemaining
-// and friends): the API server removes an object marked for deletion on any update
-// while its metadata.finalizers are empty, so such a write would remove the namespace
-// before it is empty.
+// and safe to restart. It writes no status conditions (Kubernetes'
+// NamespaceContentRemaining and friends) yet.
 //
 // It waits, without failing, until the API serves namespaces at all. It owns its
 // namespace informer and work queue, and writes DELETEs of namespaced objects and the
