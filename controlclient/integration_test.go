@@ -233,9 +233,6 @@ func TestJoinAgainstTheControlService(t *testing.T) {
 	})
 
 	t.Run("pods and events", func(t *testing.T) {
-		if _, err := c.admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); apierrors.IsNotFound(err) {
-			t.Skip("the control service does not serve pods yet: NodeRestriction's pod rules are covered by unit tests")
-		}
 		for _, p := range []struct{ name, node string }{{"on-a", "node-a"}, {"on-b", "node-b"}} {
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: "default"},
