@@ -73,10 +73,11 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	serviceCIDR, nodePorts, _ := o.serviceRanges() // checked by Complete
-	resources, err := registry.Resources(registry.Config{
+	regCfg := registry.Config{
 		Store: store, ServiceClusterIPRange: serviceCIDR, ServiceNodePortRange: nodePorts,
 		Logger: logger.With("component", "registry"),
-	})
+	}
+	resources, err := registry.Resources(regCfg)
 	if err != nil {
 		return err
 	}
@@ -143,6 +144,10 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		}
 		return fmt.Errorf("creating the default namespaces: %w", werr)
 	}
+	g.Go(func() error {
+		runServiceClaimRepair(gctx, regCfg, loopback, logger.With("component", "service-claim-repair"))
+		return nil
+	})
 	logger.Info("control service serving", "address", ln.Addr().String(), "server", server,
 		"admin_kubeconfig", o.AdminKubeconfig, "etcd", etcdDescription(o))
 	if ready != nil {
