@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,7 +193,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		if t, ok := c.nextTaintTime(now); ok {
 			if !t.After(now) {
 				// Every pass spends a token or empties a queue, so this ends.
-				c.taintPass(ctx)
+				c.taintPass(ctx, nil)
 				continue
 			}
 			if !armed || t.Before(next) {
@@ -281,19 +283,23 @@ func (c *Controller) sweep(ctx context.Context) {
 			latest[node.Name] = written
 		}
 	}
+	// By name, so nodes that become due in the same sweep queue in a stable order.
 	current := make([]*v1.Node, 0, len(nodes))
 	for _, node := range nodes {
 		current = append(current, latest[node.Name])
 	}
+	slices.SortFunc(current, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
 
 	c.mu.Lock()
 	c.updateZonesLocked(current, c.clock.Now())
 	c.mu.Unlock()
-	for _, node := range current {
-		c.reconcileTaints(ctx, node)
+	for i, node := range current {
+		current[i] = c.reconcileTaints(ctx, node)
+		latest[node.Name] = current[i]
 	}
 	c.markPodsOfSilentNodes(ctx, current)
-	c.taintPass(ctx)
+	// The cache has not seen this sweep's writes yet; the pass decides on them.
+	c.taintPass(ctx, latest)
 }
 
 // markUnknown writes the Unknown conditions through the status subresource and returns

@@ -139,8 +139,9 @@ type dueNode struct {
 
 // takeDueLocked pops, zone by zone, the queued nodes that still need a NoExecute taint
 // and that the zone's bucket lets through now. Nodes that no longer need one leave the
-// queue without a token. Callers hold c.mu.
-func (c *Controller) takeDueLocked(now time.Time) []dueNode {
+// queue without a token. fresh holds node objects newer than the cache (what a sweep
+// has just written); nodes not in it are read from the cache. Callers hold c.mu.
+func (c *Controller) takeDueLocked(now time.Time, fresh map[string]*v1.Node) []dueNode {
 	var due []dueNode
 	keys := make([]string, 0, len(c.zones))
 	for k := range c.zones {
@@ -151,7 +152,7 @@ func (c *Controller) takeDueLocked(now time.Time) []dueNode {
 		z := c.zones[key]
 		for len(z.queue) > 0 {
 			name := z.queue[0]
-			node, err := c.nodeLister.Get(name)
+			node, err := c.freshNode(name, fresh)
 			if err != nil || !c.needsNoExecuteLocked(node, now) {
 				z.pop()
 				continue
@@ -164,6 +165,14 @@ func (c *Controller) takeDueLocked(now time.Time) []dueNode {
 		}
 	}
 	return due
+}
+
+// freshNode is the node from fresh, else from the cache.
+func (c *Controller) freshNode(name string, fresh map[string]*v1.Node) (*v1.Node, error) {
+	if node, ok := fresh[name]; ok {
+		return node, nil
+	}
+	return c.nodeLister.Get(name)
 }
 
 func (z *zoneInfo) pop() {

@@ -2,6 +2,8 @@ package nodelifecycle
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
@@ -116,4 +119,74 @@ func TestRunMarksAtDeadline(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
+}
+
+// TestRunTaintsOnTheBucketsTimer runs the whole controller with a monitor period of an
+// hour: after the first sweep, only the token bucket's timer can wake it to taint the
+// second not-Ready node 10 s later, and a node update alone brings its taints in line.
+func TestRunTaintsOnTheBucketsTimer(t *testing.T) {
+	var objs []runtime.Object
+	for i, ready := range []v1.ConditionStatus{v1.ConditionFalse, v1.ConditionFalse, v1.ConditionTrue, v1.ConditionTrue, v1.ConditionTrue} {
+		hb := metav1.NewTime(t0)
+		objs = append(objs, &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+			Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+				{Type: v1.NodeReady, Status: ready, LastHeartbeatTime: hb, LastTransitionTime: hb},
+			}},
+		})
+	}
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	clk := testingclock.NewFakeClock(t0)
+	opts := DefaultOptions()
+	opts.MonitorPeriod = time.Hour
+	opts.GracePeriod = time.Hour
+	ctrl, err := New(Config{Client: client, Nodes: factory.Core().V1().Nodes(), Leases: factory.Coordination().V1().Leases(),
+		Pods: factory.Core().V1().Pods(), Clock: clk, Registerer: prometheus.NewRegistry(), Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	defer func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	}()
+	factory.Start(ctx.Done())
+	go func() { done <- ctrl.Run(ctx) }()
+
+	noExecute := func() int {
+		n := 0
+		for i := 0; i < 2; i++ {
+			node, err := client.CoreV1().Nodes().Get(ctx, fmt.Sprintf("n%d", i), metav1.GetOptions{})
+			if err == nil && hasNoExecute(node, v1.TaintNodeNotReady) {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, "the first node to be tainted", func() bool { return noExecute() == 1 })
+	// The ticker and one timer, for the earlier of the node deadlines (an hour away)
+	// and the bucket's next token (10 s away).
+	eventually(t, "the bucket's timer", func() bool { return clk.Waiters() >= 2 })
+	if got := noExecute(); got != 1 {
+		t.Fatalf("%d tainted before the clock moved, want 1", got)
+	}
+	clk.Step(10 * time.Second)
+	eventually(t, "the second node to be tainted at +10 s", func() bool { return noExecute() == 2 })
+
+	// Cordoning n3 reaches the controller through the informer and is mirrored at once.
+	n3, err := client.CoreV1().Nodes().Get(ctx, "n3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n3.Spec.Unschedulable = true
+	if _, err := client.CoreV1().Nodes().Update(ctx, n3, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the unschedulable taint", func() bool {
+		n, err := client.CoreV1().Nodes().Get(ctx, "n3", metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == v1.TaintNodeUnschedulable })
+	})
 }

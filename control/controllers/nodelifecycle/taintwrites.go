@@ -17,6 +17,8 @@ type taintWrite struct {
 	addedNoExecute bool
 	// queue: the node should wait in its zone's queue for a NoExecute taint.
 	queue bool
+	// written is the node as updated, nil when nothing was written.
+	written *v1.Node
 }
 
 // writeTaints brings the node's taints in line with its conditions, spec and NoExecute
@@ -54,9 +56,11 @@ func (c *Controller) writeTaints(ctx context.Context, node *v1.Node, mayAdd bool
 		}
 		updated := node.DeepCopy()
 		updated.Spec.Taints = plan.taints
-		if _, err := c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		written, err := c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{})
+		if err != nil {
 			return err
 		}
+		result.written = written
 		result.addedNoExecute = !hadNoExecute && slices.Contains(plan.added, intent.key) && intent.key != ""
 		c.logger.Info("node taints updated", "node", node.Name, "added", plan.added, "removed", plan.removed)
 		return nil
@@ -72,18 +76,22 @@ func (c *Controller) writeTaints(ctx context.Context, node *v1.Node, mayAdd bool
 
 // reconcileTaints applies the taint changes that need no token: NoSchedule taints,
 // NoExecute swaps and removals. A node that needs a new NoExecute taint joins its
-// zone's queue.
-func (c *Controller) reconcileTaints(ctx context.Context, node *v1.Node) {
+// zone's queue. It returns the node as written, or as given when nothing was.
+func (c *Controller) reconcileTaints(ctx context.Context, node *v1.Node) *v1.Node {
 	w, err := c.writeTaints(ctx, node, false)
 	if err != nil {
 		c.logger.Error("reconciling node taints", "node", node.Name, "err", err)
-		return
+		return node
 	}
 	if w.queue {
 		c.mu.Lock()
 		c.enqueueLocked(node, c.clock.Now())
 		c.mu.Unlock()
 	}
+	if w.written != nil {
+		return w.written
+	}
+	return node
 }
 
 // reconcileDirty reconciles the taints of the nodes that changed since the last call,
@@ -108,13 +116,14 @@ func (c *Controller) reconcileDirty(ctx context.Context) {
 
 // taintPass adds NoExecute taints to the queued nodes whose zones have tokens. A node
 // whose write fails goes to the back of its queue; its token is spent, so a failing
-// API server is retried at the zone's rate rather than in a loop.
-func (c *Controller) taintPass(ctx context.Context) {
+// API server is retried at the zone's rate rather than in a loop. fresh is as for
+// takeDueLocked.
+func (c *Controller) taintPass(ctx context.Context, fresh map[string]*v1.Node) {
 	c.mu.Lock()
-	due := c.takeDueLocked(c.clock.Now())
+	due := c.takeDueLocked(c.clock.Now(), fresh)
 	c.mu.Unlock()
 	for _, d := range due {
-		node, err := c.nodeLister.Get(d.name)
+		node, err := c.freshNode(d.name, fresh)
 		if err != nil {
 			continue
 		}

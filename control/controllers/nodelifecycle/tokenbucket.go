@@ -64,7 +64,11 @@ func (b *tokenBucket) ready(now time.Time) (at time.Time, ok bool) {
 	if b.tokens >= 1-tokenSlack {
 		return now, true
 	}
-	// Round up to the nanosecond so the token is whole when the timer fires.
-	wait := time.Duration(math.Ceil((1 - b.tokens) / b.rate * float64(time.Second)))
+	// The nearest nanosecond, moved later until the token is whole then, so a timer
+	// set for it never fires a hair early.
+	wait := time.Duration(math.Round((1 - b.tokens) / b.rate * float64(time.Second)))
+	for b.tokens+wait.Seconds()*b.rate < 1-tokenSlack {
+		wait++
+	}
 	return now.Add(wait), true
 }
