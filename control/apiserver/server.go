@@ -120,7 +120,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (s *Server) serve(w http.ResponseWriter, req *http.Request) (verb, resource string) {
 	path := req.URL.Path
 	switch {
-	case !s.authorize(w, req, nonResourceAttributes(req)):
+	case !isResourcePath(path) && !s.authorize(w, req, nonResourceAttributes(req)):
 		return "unknown", ""
 	case path == "/version" || path == "/version/":
 		writeJSON(w, http.StatusOK, s.cfg.Version)
@@ -216,6 +216,13 @@ func notFoundPath(path string) error {
 		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
 		Message: fmt.Sprintf("the server could not find the requested resource (%s)", path),
 	}}
+}
+
+// isResourcePath reports whether path names a resource (or a resource collection), which
+// is authorized with its resource attributes rather than as a non-resource path.
+func isResourcePath(path string) bool {
+	_, ok := parseResourcePath(path)
+	return ok
 }
 
 func isTrue(v string) bool { return v == "true" || v == "1" }

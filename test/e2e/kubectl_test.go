@@ -114,8 +114,11 @@ func TestKubectlCompatibility(t *testing.T) {
 		if !strings.Contains(out, "compat-node") || !strings.Contains(out, "NODE") {
 			t.Fatalf("get pods -o wide:\n%s", out)
 		}
+		lease := "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: compat-node\n  namespace: kube-node-lease\nspec:\n  holderIdentity: compat-node\n"
+		mustKubectl(t, kc, "apply", "-f", writeManifest(t, "lease.yaml", lease))
 		out = mustKubectl(t, kc, "get", "leases", "-A")
-		if !strings.HasPrefix(out, "NAMESPACE") && !strings.Contains(out, "No resources found") {
+		header = strings.Fields(strings.SplitN(out, "\n", 2)[0])
+		if strings.Join(header, " ") != "NAMESPACE NAME HOLDER AGE" || !strings.Contains(out, "kube-node-lease") {
 			t.Fatalf("get leases -A:\n%s", out)
 		}
 	})
