@@ -29,7 +29,7 @@ const testToken = "abcdef.0123456789abcdef"
 // fixed bootstrap token or a client certificate, and records what it saw.
 type fakeControl struct {
 	url      string
-	ca       *auth.FileCA
+	ca       *pki.Authority
 	caHash   string
 	validity time.Duration
 	requests atomic.Int32
@@ -45,10 +45,7 @@ func newFakeControl(t *testing.T, chainCA bool) *fakeControl {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := auth.LoadFileCA(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := authority
 	f := &fakeControl{ca: ca, caHash: authapi.CACertHash(ca.CACertificate()), validity: time.Hour}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	tc := authority.ServerTLSConfig()

@@ -13,6 +13,6 @@
 //     for nodes renewing their own certificate.
 //
 // It touches etcd only through control/storage, under the /plinth/bootstraptokens/
-// keys, and reads the CA's files when a FileCA is loaded. Its only goroutine is the
+// keys, and signs with the cluster CA of control/pki. Its only goroutine is the
 // token garbage collector, run and stopped by its caller (TokenStore.RunGarbageCollector).
 package auth

@@ -45,13 +45,9 @@ func (headerUser) Authenticate(req *http.Request) (apiserver.User, bool, error) 
 	return apiserver.User{Name: name, Groups: strings.Split(groups, ",")}, true, nil
 }
 
-func newFileCA(t *testing.T) *FileCA {
+func newCA(t *testing.T) *pki.Authority {
 	t.Helper()
-	dir := t.TempDir()
-	if _, err := pki.LoadOrCreate(dir, pki.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := LoadFileCA(dir, nil)
+	ca, err := pki.LoadOrCreate(t.TempDir(), pki.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +80,13 @@ type handlerEnv struct {
 	url    string
 	client *http.Client
 	caPEM  []byte
-	ca     *FileCA
+	ca     *pki.Authority
 	tokens *TokenStore
 }
 
 func newHandlerEnv(t *testing.T) handlerEnv {
 	t.Helper()
-	ca := newFileCA(t)
+	ca := newCA(t)
 	tokens := NewTokenStore(newEtcdStore(t), nil, nil)
 	h, err := NewHandler(HandlerConfig{
 		Authenticators: []apiserver.Authenticator{headerUser{}}, Authorizer: Authorizer{},
@@ -324,13 +320,11 @@ func TestParseNodeCSR(t *testing.T) {
 	}
 }
 
-func TestFileCASigning(t *testing.T) {
-	dir := t.TempDir()
+// TestNodeCertificateSigning checks the signer the handler uses (the cluster CA) on
+// the lifetimes node certificates get.
+func TestNodeCertificateSigning(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	if _, err := pki.LoadOrCreate(dir, pki.Options{Clock: clk}); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := LoadFileCA(dir, clk)
+	ca, err := pki.LoadOrCreate(t.TempDir(), pki.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,13 +349,10 @@ func TestFileCASigning(t *testing.T) {
 	if got := parseCertPEM(t, string(certPEM)).NotAfter; !got.Equal(ca.CACertificate().NotAfter) {
 		t.Fatalf("certificate ends %s, CA ends %s", got, ca.CACertificate().NotAfter)
 	}
-	if _, err := LoadFileCA(t.TempDir(), nil); err == nil {
-		t.Fatal("LoadFileCA of an empty directory succeeded")
-	}
 }
 
 func TestCertificateAuthenticatorChecksExpiry(t *testing.T) {
-	ca := newFileCA(t)
+	ca := newCA(t)
 	key := ecKey(t)
 	certPEM, err := ca.SignClientCertificate(key.Public(), "system:node:a", []string{"system:nodes"}, time.Hour)
 	if err != nil {

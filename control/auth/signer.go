@@ -5,22 +5,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/auth/authapi"
 	"github.com/plinth/plinth/control/pki"
@@ -34,129 +27,6 @@ type ClientCertificateSigner interface {
 	SignClientCertificate(pub crypto.PublicKey, user string, groups []string, validity time.Duration) ([]byte, error)
 	// CAPEM returns the CA certificate the signed certificates chain to.
 	CAPEM() []byte
-}
-
-// FileCA signs with the cluster CA kept by control/pki (ca.crt and ca.key in its
-// directory). control/pki.Authority only issues certificates for keys it generates
-// itself; a joining node must keep its key, so the CSR path signs here.
-type FileCA struct {
-	cert  *x509.Certificate
-	pem   []byte
-	key   crypto.Signer
-	clock clock.PassiveClock
-}
-
-// LoadFileCA reads ca.crt and ca.key from dir (control/pki's layout). A nil clock
-// means the real one.
-func LoadFileCA(dir string, clk clock.PassiveClock) (*FileCA, error) {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
-	certPEM, err := os.ReadFile(certFile)
-	if err != nil {
-		return nil, fmt.Errorf("node certificate signer: %w", err)
-	}
-	keyPEM, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("node certificate signer: %w", err)
-	}
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("node certificate signer: %s: no PEM CERTIFICATE block", certFile)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("node certificate signer: %s: %w", certFile, err)
-	}
-	key, err := parseSignerPEM(keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("node certificate signer: %s: %w", keyFile, err)
-	}
-	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
-	if !ok || !pub.Equal(cert.PublicKey) {
-		return nil, fmt.Errorf("node certificate signer: %s does not match the CA certificate in %s", keyFile, certFile)
-	}
-	if !cert.IsCA {
-		return nil, fmt.Errorf("node certificate signer: %s is not a CA certificate", certFile)
-	}
-	return &FileCA{cert: cert, pem: pem.EncodeToMemory(block), key: key, clock: clk}, nil
-}
-
-func parseSignerPEM(data []byte) (crypto.Signer, error) {
-	for rest := data; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			return nil, errors.New("no PEM block of type EC PRIVATE KEY, RSA PRIVATE KEY or PRIVATE KEY found")
-		}
-		var key any
-		var err error
-		switch block.Type {
-		case "EC PRIVATE KEY":
-			key, err = x509.ParseECPrivateKey(block.Bytes)
-		case "RSA PRIVATE KEY":
-			key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-		case "PRIVATE KEY":
-			key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-		default:
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", block.Type, err)
-		}
-		signer, ok := key.(crypto.Signer)
-		if !ok {
-			return nil, fmt.Errorf("%s holds a %T, which cannot sign", block.Type, key)
-		}
-		return signer, nil
-	}
-}
-
-// CAPEM implements ClientCertificateSigner.
-func (c *FileCA) CAPEM() []byte { return slices.Clone(c.pem) }
-
-// CACertificate returns the parsed CA certificate.
-func (c *FileCA) CACertificate() *x509.Certificate { return c.cert }
-
-// maxBackdate is how far NotBefore is set back, so a peer whose clock runs a little
-// behind accepts a certificate issued a moment ago. Short-lived certificates (tests) are
-// backdated by a twentieth of their lifetime instead, so that renewing at 70-90% of
-// NotAfter-NotBefore still happens before expiry.
-const maxBackdate = 5 * time.Minute
-
-// SignClientCertificate implements ClientCertificateSigner.
-func (c *FileCA) SignClientCertificate(pub crypto.PublicKey, user string, groups []string, validity time.Duration) ([]byte, error) {
-	if validity <= 0 {
-		return nil, fmt.Errorf("sign client certificate for %s: validity %v must be positive", user, validity)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		return nil, fmt.Errorf("sign client certificate for %s: serial number: %w", user, err)
-	}
-	now := c.clock.Now()
-	backdate := min(maxBackdate, validity/20)
-	usage := x509.KeyUsageDigitalSignature
-	if _, ok := pub.(*rsa.PublicKey); ok {
-		usage |= x509.KeyUsageKeyEncipherment
-	}
-	template := &x509.Certificate{
-		SerialNumber:          serial.Add(serial, big.NewInt(1)), // never zero
-		Subject:               pkix.Name{CommonName: user, Organization: slices.Clone(groups)},
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              usage,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-	}
-	if template.NotAfter.After(c.cert.NotAfter) {
-		template.NotAfter = c.cert.NotAfter
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, c.cert, pub, c.key)
-	if err != nil {
-		return nil, fmt.Errorf("sign client certificate for %s: %w", user, err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
 // oidCommonName and oidOrganization are the only subject attributes a node CSR may carry.

@@ -2,6 +2,7 @@ package pki
 
 import (
 	"crypto"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -169,21 +170,13 @@ func (a *Authority) IssueClientCert(user string, groups []string, validity time.
 	return certPEM, keyPEM, nil
 }
 
-// issueLeaf signs template with the CA for a fresh key, valid from now (less clockSkew)
-// for validity, cut short at the CA's own expiry.
+// issueLeaf signs template with the CA for a fresh key.
 func (a *Authority) issueLeaf(template *x509.Certificate, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	key, err := newKey()
 	if err != nil {
 		return nil, nil, err
 	}
-	now := a.clock.Now()
-	template.NotBefore = now.Add(-clockSkew)
-	template.NotAfter = now.Add(validity)
-	if template.NotAfter.After(a.caCert.NotAfter) {
-		template.NotAfter = a.caCert.NotAfter
-	}
-	template.BasicConstraintsValid = true
-	_, certPEM, err = signCertificate(template, a.caCert, key.Public(), a.caKey)
+	certPEM, err = a.signLeaf(template, key.Public(), validity)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -193,6 +186,48 @@ func (a *Authority) issueLeaf(template *x509.Certificate, validity time.Duration
 	}
 	return certPEM, keyPEM, nil
 }
+
+// signLeaf signs template for pub, valid from now for validity, cut short at the CA's
+// own expiry. NotBefore is backdated by clockSkew, so a peer whose clock runs a little
+// behind accepts it, but by no more than a twentieth of the lifetime, so short-lived
+// certificates renewed at 70-90% of their lifetime still renew before they expire.
+func (a *Authority) signLeaf(template *x509.Certificate, pub crypto.PublicKey, validity time.Duration) ([]byte, error) {
+	now := a.clock.Now()
+	template.NotBefore = now.Add(-min(clockSkew, validity/20))
+	template.NotAfter = now.Add(validity)
+	if template.NotAfter.After(a.caCert.NotAfter) {
+		template.NotAfter = a.caCert.NotAfter
+	}
+	template.BasicConstraintsValid = true
+	_, certPEM, err := signCertificate(template, a.caCert, pub, a.caKey)
+	return certPEM, err
+}
+
+// SignClientCertificate signs a client certificate for a key held elsewhere — a joining
+// node keeps its private key — with CommonName user and Organizations groups. The
+// caller has checked that the requester may have this identity.
+func (a *Authority) SignClientCertificate(pub crypto.PublicKey, user string, groups []string, validity time.Duration) ([]byte, error) {
+	if user == "" || validity <= 0 {
+		return nil, fmt.Errorf("sign client certificate for %q: need a user and a positive validity (got %v)", user, validity)
+	}
+	usage := x509.KeyUsageDigitalSignature
+	if _, ok := pub.(*rsa.PublicKey); ok {
+		usage |= x509.KeyUsageKeyEncipherment
+	}
+	template := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: append([]string(nil), groups...)},
+		KeyUsage:    usage,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	certPEM, err := a.signLeaf(template, pub, validity)
+	if err != nil {
+		return nil, fmt.Errorf("sign client certificate for %q: %w", user, err)
+	}
+	return certPEM, nil
+}
+
+// CACertificate returns the cluster CA certificate.
+func (a *Authority) CACertificate() *x509.Certificate { return a.caCert }
 
 // loadOrCreateCA reads ca.crt and ca.key, or creates both when neither exists. One
 // without the other is an error rather than a reason to start over, because a new CA

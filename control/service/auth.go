@@ -33,11 +33,7 @@ type authWiring struct {
 	handler        *auth.Handler
 }
 
-func newAuthWiring(o Options, store *storage.Store, logger *slog.Logger) (*authWiring, error) {
-	signer, err := auth.LoadFileCA(o.pkiDir(), nil)
-	if err != nil {
-		return nil, err
-	}
+func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, logger *slog.Logger) (*authWiring, error) {
 	tokens := auth.NewTokenStore(store, nil, logger.With("component", "bootstraptokens"))
 	w := &authWiring{
 		// Certificates first: a client presenting both a certificate and a token is
@@ -47,6 +43,7 @@ func newAuthWiring(o Options, store *storage.Store, logger *slog.Logger) (*authW
 		admission:      &auth.NodeRestriction{},
 		tokens:         tokens,
 	}
+	var err error
 	w.handler, err = auth.NewHandler(auth.HandlerConfig{
 		Authenticators: w.authenticators, Authorizer: w.authorizer, Tokens: tokens, Signer: signer,
 		NodeCertValidity: o.NodeCertValidity, Logger: logger.With("component", "nodecertificates"),

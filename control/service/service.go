@@ -61,7 +61,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	defer closeEtcd()
 	store := storage.New(etcdClient, o.EtcdPrefix)
-	authn, err := newAuthWiring(o, store, logger)
+	authn, err := newAuthWiring(o, store, authority, logger)
 	if err != nil {
 		return err
 	}
