@@ -15,17 +15,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/apiserver"
 	"github.com/plinth/plinth/control/controllers/gc"
 	"github.com/plinth/plinth/control/controllers/namespace"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
+	"github.com/plinth/plinth/control/controllers/tainteviction"
 	"github.com/plinth/plinth/control/pki"
 	"github.com/plinth/plinth/control/registry"
 	"github.com/plinth/plinth/control/storage"
@@ -227,9 +232,21 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	}
 	all := informers.NewSharedInformerFactory(client, 0)
 	nodeLeases := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("kube-node-lease"))
+	// Events go through the API like any client's; the broadcaster drops rather than
+	// blocks when the API is slow, so recording never stalls a control loop.
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer events.Shutdown()
 	lifecycle, err := nodelifecycle.New(nodelifecycle.Config{Client: client, Nodes: all.Core().V1().Nodes(),
 		Leases: nodeLeases.Coordination().V1().Leases(), Pods: all.Core().V1().Pods(), Clock: clock.RealClock{},
-		Registerer: reg, Logger: logger, Options: o.NodeLifecycle})
+		Registerer: reg, Logger: logger, Options: o.NodeLifecycle,
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "node-controller"})})
+	if err != nil {
+		return err
+	}
+	evictions, err := tainteviction.New(tainteviction.Config{Client: client, Pods: all.Core().V1().Pods(),
+		Nodes: all.Core().V1().Nodes(), Clock: clock.RealClock{}, Registerer: reg, Logger: logger,
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "taint-eviction-controller"})})
 	if err != nil {
 		return err
 	}
@@ -251,5 +268,6 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 		}
 		return nil
 	})
+	loops.Go(func() error { return evictions.Run(lctx) })
 	return loops.Wait()
 }
