@@ -79,8 +79,7 @@ type taintPlan struct {
 	// pending is true when the intent's key was not added only because mayAdd was
 	// false: the node should wait in its zone's queue.
 	pending bool
-	// added and removed are the keys (NoSchedule and NoExecute alike) that changed,
-	// for logs.
+	// added and removed are the taints that changed, as key:effect, for logs.
 	added, removed []string
 }
 
@@ -91,19 +90,21 @@ type taintPlan struct {
 // eviction controller counts tolerationSeconds from.
 func planTaints(current []v1.Taint, want map[string]bool, intent noExecuteIntent, now metav1.Time) taintPlan {
 	var p taintPlan
+	swap := false
 	haveNoSchedule := make(map[string]bool, len(want))
 	haveNoExecute := false
 	for _, t := range current {
 		switch {
 		case t.Effect == v1.TaintEffectNoSchedule && owned(t.Key):
 			if !want[t.Key] || haveNoSchedule[t.Key] {
-				p.removed = append(p.removed, t.Key)
+				p.removed = append(p.removed, t.ToString())
 				continue
 			}
 			haveNoSchedule[t.Key] = true
 		case t.Effect == v1.TaintEffectNoExecute && isNoExecuteKey(t.Key):
 			if t.Key != intent.key || haveNoExecute {
-				p.removed = append(p.removed, t.Key)
+				p.removed = append(p.removed, t.ToString())
+				swap = swap || (t.Key != intent.key && intent.key != "")
 				continue
 			}
 			haveNoExecute = true
@@ -112,24 +113,20 @@ func planTaints(current []v1.Taint, want map[string]bool, intent noExecuteIntent
 	}
 	// Swapping: the other NoExecute taint was removed above, so this node's pods are
 	// already being evicted and the new one goes on without waiting.
-	swap := false
-	for _, k := range p.removed {
-		if isNoExecuteKey(k) && k != intent.key {
-			swap = true
-		}
-	}
 	if intent.key != "" && !haveNoExecute {
 		if intent.mayAdd || swap {
-			p.taints = append(p.taints, v1.Taint{Key: intent.key, Effect: v1.TaintEffectNoExecute, TimeAdded: &now})
-			p.added = append(p.added, intent.key)
+			t := v1.Taint{Key: intent.key, Effect: v1.TaintEffectNoExecute, TimeAdded: &now}
+			p.taints = append(p.taints, t)
+			p.added = append(p.added, t.ToString())
 		} else {
 			p.pending = true
 		}
 	}
 	for _, k := range noScheduleKeys {
 		if want[k] && !haveNoSchedule[k] {
-			p.taints = append(p.taints, v1.Taint{Key: k, Effect: v1.TaintEffectNoSchedule})
-			p.added = append(p.added, k)
+			t := v1.Taint{Key: k, Effect: v1.TaintEffectNoSchedule}
+			p.taints = append(p.taints, t)
+			p.added = append(p.added, t.ToString())
 		}
 	}
 	p.changed = len(p.added) > 0 || len(p.removed) > 0

@@ -61,7 +61,7 @@ func (c *Controller) writeTaints(ctx context.Context, node *v1.Node, mayAdd bool
 			return err
 		}
 		result.written = written
-		result.addedNoExecute = !hadNoExecute && slices.Contains(plan.added, intent.key) && intent.key != ""
+		result.addedNoExecute = intent.key != "" && !hadNoExecute && hasNoExecute(updated, intent.key)
 		c.logger.Info("node taints updated", "node", node.Name, "added", plan.added, "removed", plan.removed)
 		return nil
 	})
