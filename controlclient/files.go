@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/plinth/plinth/internal/atomicfile"
 )
 
 // Files in the certificate directory.
@@ -20,48 +22,12 @@ const (
 	clusterName = "plinth"
 )
 
-// writeFileAtomic replaces path with data so that a crash, or a concurrent reader,
-// sees either the old content or the new, never a mix. The file has exactly mode.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// writeFileAtomic creates the directory (0700) if needed and replaces path atomically.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: create directory: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// Before writing, so the key is never readable under a looser mode.
-	if err := tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: set mode %v: %w", path, mode, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write %s: open directory for fsync: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync directory: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, data, mode)
 }
 
 // writeKubeconfig writes plinthd's kubeconfig: the server, the CA embedded, and the

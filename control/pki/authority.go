@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plinth/plinth/internal/atomicfile"
 	"k8s.io/utils/clock"
 )
 
@@ -311,10 +312,10 @@ func (a *Authority) createCA(log *slog.Logger) error {
 	}
 	// Key first: a crash between the two writes leaves ca.key without ca.crt, which
 	// loadOrCreateCA reports instead of quietly making a second CA.
-	if err := writeFileAtomic(a.caKeyFile(), keyPEM, keyFileMode); err != nil {
+	if err := atomicfile.Write(a.caKeyFile(), keyPEM, keyFileMode); err != nil {
 		return fmt.Errorf("create CA: %w", err)
 	}
-	if err := writeFileAtomic(a.CAFile(), certPEM, certFileMode); err != nil {
+	if err := atomicfile.Write(a.CAFile(), certPEM, certFileMode); err != nil {
 		return fmt.Errorf("create CA: %w", err)
 	}
 	log.Info("created cluster CA", "file", a.CAFile(), "subject", cert.Subject.CommonName, "notAfter", cert.NotAfter)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/plinth/plinth/internal/atomicfile"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -43,7 +44,7 @@ func WriteKubeconfig(path string, k Kubeconfig) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("kubeconfig %s: create directory: %w", path, err)
 	}
-	return writeFileAtomic(path, data, keyFileMode)
+	return atomicfile.Write(path, data, keyFileMode)
 }
 
 func (k Kubeconfig) toClientcmd() (*clientcmdapi.Config, error) {

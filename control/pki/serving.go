@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/plinth/plinth/internal/atomicfile"
 )
 
 // ensureServingCert keeps serving.crt/serving.key usable for hosts: it reuses them when
@@ -39,10 +41,10 @@ func (a *Authority) ensureServingCert(hosts servingHosts, log *slog.Logger) erro
 	}
 	// Key first: after a crash between the writes the old certificate no longer matches
 	// the key, which the next start detects and repairs.
-	if err := writeFileAtomic(keyPath, keyPEM, keyFileMode); err != nil {
+	if err := atomicfile.Write(keyPath, keyPEM, keyFileMode); err != nil {
 		return fmt.Errorf("issue serving certificate: %w", err)
 	}
-	if err := writeFileAtomic(certPath, certPEM, certFileMode); err != nil {
+	if err := atomicfile.Write(certPath, certPEM, certFileMode); err != nil {
 		return fmt.Errorf("issue serving certificate: %w", err)
 	}
 	pair, err = tls.X509KeyPair(certPEM, keyPEM)

@@ -142,12 +142,12 @@ func TestKubectlCompatibility(t *testing.T) {
 	})
 
 	t.Run("taint add and remove keeps the others", func(t *testing.T) {
-		mustKubectl(t, kc, "taint", "node", "compat-node", "dedicated=gpu:NoExecute")
+		mustKubectl(t, kc, "taint", "node", "compat-node", "dedicated=gpu:NoSchedule")
 		keys := mustKubectl(t, kc, "get", "node", "compat-node", "-o", "jsonpath={.spec.taints[*].key}")
 		if f := strings.Fields(keys); len(f) != 2 || !strings.Contains(keys, "existing") || !strings.Contains(keys, "dedicated") {
 			t.Fatalf("taints after add: %q, want existing and dedicated", keys)
 		}
-		mustKubectl(t, kc, "taint", "node", "compat-node", "dedicated:NoExecute-")
+		mustKubectl(t, kc, "taint", "node", "compat-node", "dedicated:NoSchedule-")
 		keys = mustKubectl(t, kc, "get", "node", "compat-node", "-o", "jsonpath={.spec.taints[*].key}")
 		if keys != "existing" {
 			t.Fatalf("taints after remove: %q, want existing", keys)

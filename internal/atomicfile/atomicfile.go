@@ -1,4 +1,10 @@
-package pki
+// Package atomicfile replaces files so that a crash, or a concurrent reader, sees
+// either the old content or the new, never a torn file: write a temporary file in the
+// same directory, fsync it, rename it over the target, fsync the directory.
+//
+// It owns nothing; it touches only the file it is asked to write and its temporary
+// sibling.
+package atomicfile
 
 import (
 	"fmt"
@@ -6,10 +12,10 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic replaces path with data so that a crash at any point leaves either the
-// previous content or the new content, never a torn file. The file gets exactly mode,
-// regardless of umask or of the mode an earlier file at path had.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
+// Write replaces path with data. The file gets exactly mode, whatever the umask or the
+// mode an earlier file at path had; the mode is set before any byte is written, so
+// secret material is never readable under a looser one. The directory must exist.
+func Write(path string, data []byte, mode os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -21,7 +27,6 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	// Chmod before writing so secret material is never readable under a looser mode.
 	if err := tmp.Chmod(mode); err != nil {
 		return fmt.Errorf("write %s: set mode %v on %s: %w", path, mode, tmp.Name(), err)
 	}
@@ -38,17 +43,13 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	// The rename is durable only once the directory entry is on disk.
-	if err := syncDir(dir); err != nil {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: open directory for fsync: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
 		return fmt.Errorf("write %s: fsync directory: %w", path, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
