@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,13 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/apiserver/apitest"
 	"github.com/plinth/plinth/control/registry"
 	"github.com/plinth/plinth/control/storage"
 )
@@ -33,44 +31,14 @@ type testServer struct {
 	store  *storage.Store
 }
 
-// newTestServer serves the registry's resources from a real embedded etcd over plain
-// HTTP on loopback; authentication is tested separately.
+// newTestServer serves nodes and leases from a real embedded etcd over plain HTTP on
+// loopback; authentication is tested separately.
 func newTestServer(t *testing.T) testServer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	etcd, err := storage.StartEmbedded(ctx, t.TempDir(), 20*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	store := storage.New(etcd.Client, "/registry")
-	reg, err := apiserver.NewRegistry(registry.All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.New(apiserver.Config{
-		Store: store, Registry: reg, Version: version.Info{GitVersion: "v1.33.0-plinth"}, BookmarkInterval: 200 * time.Millisecond,
-		Authenticators: []apiserver.Authenticator{plainHTTPAdmin{}}, OpenAPI: true,
+	s := apitest.Start(t, apitest.Options{
+		Resources: func(*storage.Store) ([]*apiserver.Resource, error) { return registry.All(), nil },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testServer{url: hs.URL, client: client, store: store}
-}
-
-// plainHTTPAdmin authenticates every request as an administrator: these tests serve
-// plain HTTP, and authentication has its own tests.
-type plainHTTPAdmin struct{}
-
-func (plainHTTPAdmin) Authenticate(*http.Request) (apiserver.User, bool, error) {
-	return apiserver.User{Name: "test-admin", Groups: []string{"system:masters"}}, true, nil
+	return testServer{url: s.URL, client: s.Client, store: s.Store}
 }
 
 func readyNode(name string) *corev1.Node {

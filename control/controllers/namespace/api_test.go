@@ -2,8 +2,6 @@ package namespace_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -16,10 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/apiserver/apitest"
 	"github.com/plinth/plinth/control/controllers/namespace"
-	"github.com/plinth/plinth/control/registry"
-	"github.com/plinth/plinth/control/storage"
 )
 
 // The API test runs the controller against the real API server and registry over a
@@ -27,40 +23,9 @@ import (
 // on informer and API round trips; nothing sleeps for a fixed time.
 const apiTimeout = 30 * time.Second
 
-type plainHTTPAdmin struct{}
-
-func (plainHTTPAdmin) Authenticate(*http.Request) (apiserver.User, bool, error) {
-	return apiserver.User{Name: "test-admin", Groups: []string{"system:masters"}}, true, nil
-}
-
 func newAPI(t *testing.T) *rest.Config {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), apiTimeout)
-	defer cancel()
-	etcd, err := storage.StartEmbedded(ctx, t.TempDir(), 20*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	store := storage.New(etcd.Client, "/registry")
-	resources, err := registry.Resources(registry.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := apiserver.NewRegistry(resources...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.New(apiserver.Config{
-		Store: store, Registry: reg, BookmarkInterval: 200 * time.Millisecond,
-		Authenticators: []apiserver.Authenticator{plainHTTPAdmin{}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return &rest.Config{Host: hs.URL, QPS: -1}
+	return apitest.Start(t, apitest.Options{SkipDefaultNamespaces: true}).RESTConfig()
 }
 
 func startController(t *testing.T, cfg *rest.Config) {

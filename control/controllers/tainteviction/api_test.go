@@ -2,8 +2,6 @@ package tainteviction_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -15,15 +13,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/apiserver/apitest"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 	"github.com/plinth/plinth/control/controllers/tainteviction"
-	"github.com/plinth/plinth/control/registry"
-	"github.com/plinth/plinth/control/storage"
 )
 
 // The API test runs the node lifecycle and taint eviction controllers together against
@@ -33,48 +28,10 @@ import (
 // Timeouts bound informer and API round trips; the controllers' time is the fake clock.
 const apiTimeout = 30 * time.Second
 
-type plainHTTPAdmin struct{}
-
-func (plainHTTPAdmin) Authenticate(*http.Request) (apiserver.User, bool, error) {
-	return apiserver.User{Name: "test-admin", Groups: []string{"system:masters"}}, true, nil
-}
-
+// newAPI serves every registry resource, with the default namespaces created.
 func newAPI(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), apiTimeout)
-	defer cancel()
-	etcd, err := storage.StartEmbedded(ctx, t.TempDir(), 20*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
-	store := storage.New(etcd.Client, "/registry")
-	resources, err := registry.Resources(registry.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := apiserver.NewRegistry(resources...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.New(apiserver.Config{Store: store, Registry: reg, BookmarkInterval: 200 * time.Millisecond,
-		Authenticators: []apiserver.Authenticator{plainHTTPAdmin{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{"default", v1.NamespaceNodeLease} {
-		_, err := client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	return client
+	return apitest.Start(t, apitest.Options{}).Client
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
