@@ -147,4 +147,3 @@ func TestAmount(t *testing.T) {
 		}
 	}
 }
-
