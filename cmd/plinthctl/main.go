@@ -1,6 +1,7 @@
 // Command plinthctl is the node-local operator tool for plinthd.
 //
 //	plinthctl status [--address 127.0.0.1:10248]   plinthd's health checks
+//	plinthctl pressure [--address 127.0.0.1:10248] live eviction signals, feeds and conditions
 //	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
 //	                                               join the cluster: write plinthd's kubeconfig
 //	plinthctl version
@@ -13,9 +14,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
+	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/internal/version"
 )
 
@@ -23,6 +26,7 @@ const usage = `usage: plinthctl COMMAND [flags]
 
 commands:
   status    show plinthd's health checks (exit 1 when one fails)
+  pressure  show the live eviction signals and thresholds, the feeds and the pressure conditions
   join      obtain this node's client certificate with a bootstrap token and write
             plinthd's kubeconfig (see plinthctl join -h)
   version   print the version
@@ -52,6 +56,19 @@ func main() {
 		}
 		fmt.Print(report)
 		if !healthy {
+			os.Exit(1)
+		}
+	case "pressure":
+		fs := flag.NewFlagSet("plinthctl pressure", flag.ExitOnError)
+		addr := fs.String("address", "127.0.0.1:10248", "plinthd's healthzBindAddress")
+		_ = fs.Parse(os.Args[2:])
+		r, err := pressurereport.Fetch(context.Background(), *addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "plinthctl pressure:", err)
+			os.Exit(1)
+		}
+		if err := pressurereport.Print(os.Stdout, r, time.Now()); err != nil {
+			fmt.Fprintln(os.Stderr, "plinthctl pressure:", err)
 			os.Exit(1)
 		}
 	default:
