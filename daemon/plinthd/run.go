@@ -20,6 +20,7 @@ import (
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/node"
 	"github.com/plinth/plinth/daemon/nodelock"
+	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/watchdog"
 	"github.com/plinth/plinth/internal/version"
 )
@@ -52,10 +53,34 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 	healthServer := health.NewServer(cfg.HealthzBindAddress, checker, registry, logger.With("component", "healthz"))
 	dog := watchdog.New(notifier, interval, checker.Check, clock.RealClock{}, logger.With("component", "watchdog"))
 
+	// The client comes first: pressure eviction and OOM events use it, and the
+	// /pressure view must be mounted before the health server starts.
+	var client kubernetes.Interface
+	nodeName, err := node.NodeName(cfg.HostnameOverride)
+	if cfg.Kubeconfig != "" {
+		if err != nil {
+			return err
+		}
+		if client, err = newClient(cfg, nodeName, logger); err != nil {
+			return err
+		}
+	}
+	pressureSys, err := newPressure(cfg, nodeName, client, registry, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := pressureSys.close(); cerr != nil {
+			logger.Warn("releasing pressure feeds", "err", cerr)
+		}
+	}()
+	healthServer.Handle("GET "+pressurereport.Path, pressurereport.Handler(pressureSys.manager))
+	checker.Register("pressure", pressureSys.alive)
+
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer cancel(nil) // before wg.Wait (defers run last first), or an error return would hang
 	wg.Go(func() {
 		if err := healthServer.Run(ctx); err != nil {
 			cancel(fmt.Errorf("healthz server (healthzBindAddress): %w", err))
@@ -63,10 +88,12 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 	})
 	select {
 	case <-healthServer.Listening():
-		logger.Info("serving /healthz and /metrics", "address", healthServer.Addr())
+		logger.Info("serving /healthz, /metrics and /pressure", "address", healthServer.Addr())
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+	// Standalone too: conditions are computed and shown in /pressure, not posted.
+	wg.Go(func() { pressureSys.run(ctx) })
 
 	if cfg.Kubeconfig == "" {
 		logger.Warn("standalone mode: no kubeconfig is configured, so plinthd registers with no control service")
@@ -78,7 +105,7 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return stop(ctx, notifier, logger)
 	}
 
-	agent, err := newNodeAgent(cfg, registry, logger)
+	agent, err := newNodeAgent(cfg, client, nodeName, pressureSys.manager, registry, logger)
 	if err != nil {
 		return err
 	}
@@ -133,12 +160,8 @@ func stop(ctx context.Context, notifier watchdog.Notifier, logger *slog.Logger) 
 	return cause
 }
 
-// newNodeAgent builds the client and the node agent from the configuration.
-func newNodeAgent(cfg config.Config, registry prometheus.Registerer, logger *slog.Logger) (*node.Agent, error) {
-	name, err := node.NodeName(cfg.HostnameOverride)
-	if err != nil {
-		return nil, err
-	}
+// newClient builds the client of the control service from the configuration.
+func newClient(cfg config.Config, name string, logger *slog.Logger) (kubernetes.Interface, error) {
 	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
@@ -150,6 +173,15 @@ func newNodeAgent(cfg config.Config, registry prometheus.Registerer, logger *slo
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", restCfg.Host, err)
 	}
+	logger.Info("control service", "server", restCfg.Host, "node", name)
+	return client, nil
+}
+
+// newNodeAgent builds the node agent from the configuration; conditions supplies the
+// pressure conditions.
+func newNodeAgent(cfg config.Config, client kubernetes.Interface, name string, conditions node.ConditionSource,
+	registry prometheus.Registerer, logger *slog.Logger) (*node.Agent, error) {
+	var err error
 	nodeCfg := node.DefaultConfig(name)
 	nodeCfg.Labels = cfg.NodeLabels
 	nodeCfg.Taints = cfg.RegisterWithTaints
@@ -172,6 +204,5 @@ func newNodeAgent(cfg config.Config, registry prometheus.Registerer, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("control service", "server", restCfg.Host, "node", name)
-	return node.NewAgent(client, nodeCfg, facts, nil, clock.RealClock{}, registry, logger)
+	return node.NewAgent(client, nodeCfg, facts, conditions, clock.RealClock{}, registry, logger)
 }
