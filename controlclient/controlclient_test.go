@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/auth"
 	"github.com/plinth/plinth/control/auth/authapi"
@@ -36,20 +37,33 @@ type fakeControl struct {
 	fail     atomic.Bool
 	// renewedBy is the user of the last request authenticated by a certificate.
 	renewedBy atomic.Value
+	// clock, when set, is the time client certificates are verified at (the TLS layer
+	// would verify them at the real time).
+	clock clock.PassiveClock
 }
 
 func newFakeControl(t *testing.T, chainCA bool) *fakeControl {
 	t.Helper()
+	return newFakeControlWithClock(t, chainCA, nil)
+}
+
+// newFakeControlWithClock signs and verifies client certificates on clk (nil: the real
+// clock), so certificates and a renewer on the same fake clock agree on what "now" is.
+func newFakeControlWithClock(t *testing.T, chainCA bool, clk clock.PassiveClock) *fakeControl {
+	t.Helper()
 	dir := t.TempDir()
-	authority, err := pki.LoadOrCreate(dir, pki.Options{})
+	authority, err := pki.LoadOrCreate(dir, pki.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ca := authority
-	f := &fakeControl{ca: ca, caHash: authapi.CACertHash(ca.CACertificate()), validity: time.Hour}
+	f := &fakeControl{ca: ca, caHash: authapi.CACertHash(ca.CACertificate()), validity: time.Hour, clock: clk}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	tc := authority.ServerTLSConfig()
 	tc.ClientAuth = tls.VerifyClientCertIfGiven
+	if clk != nil {
+		tc.ClientAuth = tls.RequestClientCert // verified in serve, at clk's time
+	}
 	if chainCA {
 		tc.Certificates[0].Certificate = append(tc.Certificates[0].Certificate, ca.CACertificate().Raw)
 	}
@@ -71,6 +85,16 @@ func (f *fakeControl) serve(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case req.TLS != nil && len(req.TLS.VerifiedChains) > 0:
 		user = req.TLS.VerifiedChains[0][0].Subject.CommonName
+		f.renewedBy.Store(user)
+	case f.clock != nil && req.TLS != nil && len(req.TLS.PeerCertificates) > 0:
+		roots := x509.NewCertPool()
+		roots.AddCert(f.ca.CACertificate())
+		leaf := req.TLS.PeerCertificates[0]
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: f.clock.Now(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			http.Error(w, `{"message":"bad certificate"}`, http.StatusUnauthorized)
+			return
+		}
+		user = leaf.Subject.CommonName
 		f.renewedBy.Store(user)
 	case req.Header.Get("Authorization") == "Bearer "+testToken:
 		user = "system:bootstrap:abcdef"
