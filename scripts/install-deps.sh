@@ -10,6 +10,8 @@ debian_packages=(
 	make
 	git
 	procps          # pkill/pgrep in scripts
+	e2fsprogs       # mkfs.ext4: the DiskPressure kernel test fills a loop-mounted ext4
+	util-linux      # losetup, mount
 )
 
 missing=()
