@@ -58,6 +58,9 @@ type Config struct {
 // node taints that mirror conditions, and taints unready nodes NoExecute at the rate
 // their zone's disruption state allows.
 type Controller struct {
+	// taintWriteMu serializes read-modify-write of node taints (see writeTaints).
+	taintWriteMu sync.Mutex
+
 	client       kubernetes.Interface
 	nodeLister   corelisters.NodeLister
 	leaseLister  coordinationlisters.LeaseLister

@@ -28,8 +28,14 @@ type taintWrite struct {
 // controller's own taints change; the update carries the resourceVersion it was
 // computed from, so another writer's taint is never lost.
 func (c *Controller) writeTaints(ctx context.Context, node *v1.Node, mayAdd bool) (taintWrite, error) {
+	// The sweep, the informer handlers and the token timer all write taints. Each write
+	// starts from a fresh read, one at a time: a write planned from a cached copy that
+	// another path just changed would drop that path's taint wherever the API does not
+	// enforce resourceVersion (the fake clientset) and costs a conflict where it does.
+	c.taintWriteMu.Lock()
+	defer c.taintWriteMu.Unlock()
 	var result taintWrite
-	refetch := false
+	refetch := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		result = taintWrite{}
 		if refetch {
@@ -38,7 +44,7 @@ func (c *Controller) writeTaints(ctx context.Context, node *v1.Node, mayAdd bool
 				return nil
 			}
 			if err != nil {
-				return fmt.Errorf("getting node %q after a conflict: %w", node.Name, err)
+				return fmt.Errorf("getting node %q: %w", node.Name, err)
 			}
 			node = fresh
 		}
