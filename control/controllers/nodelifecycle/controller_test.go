@@ -251,8 +251,10 @@ func TestConflictRefetchesAndRetries(t *testing.T) {
 	if got := h.statusWrites(); got != 2 {
 		t.Fatalf("status writes = %d, want 2 (conflict, then retry)", got)
 	}
-	if got := h.actions("get") - gets; got != 1 {
-		t.Errorf("node fetched %d times after the conflict, want 1", got)
+	// The status write refetches once; taint writes in the same sweep read the node
+	// fresh too, so only a lower bound is the status path's.
+	if got := h.actions("get") - gets; got < 1 {
+		t.Errorf("node fetched %d times after the conflict, want a refetch", got)
 	}
 	if c := h.condition("n1", v1.NodeReady); c.Status != v1.ConditionUnknown {
 		t.Errorf("Ready = %s after retry, want Unknown", c.Status)
