@@ -20,6 +20,7 @@ import (
 type inProcess struct {
 	manager *pressure.Manager
 	signals *pressuresignals.Signals
+	stop    func() // stops the manager and releases the signals; also run at cleanup
 }
 
 // startInProcess opens the real signals with opts and runs a manager with thresholds
@@ -48,14 +49,15 @@ func startInProcess(tb testing.TB, opts pressuresignals.Options, hard map[string
 	done := make(chan struct{})
 	signals.Start(ctx)
 	go func() { defer close(done); _ = m.Run(ctx) }()
-	tb.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		<-done
 		if err := signals.Close(); err != nil {
 			tb.Errorf("closing the signals: %v", err)
 		}
 	})
-	return &inProcess{manager: m, signals: signals}
+	tb.Cleanup(stop)
+	return &inProcess{manager: m, signals: signals, stop: stop}
 }
 
 func testLogger(tb testing.TB) *slog.Logger {

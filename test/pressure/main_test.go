@@ -20,7 +20,8 @@ func TestMain(m *testing.M) {
 }
 
 // hogEnv turns the re-executed test binary into a memory hog: "<MiB per second>/<MiB
-// in all>" allocates at that rate (0 MiB in all: until killed) and then sleeps.
+// in all>" allocates at that rate (0 MiB per second: as fast as it can; 0 MiB in all:
+// until killed) and then sleeps.
 const hogEnv = "PLINTH_PRESSURE_HOG"
 
 // hogChunk is what the hog allocates and touches at a time.
@@ -47,7 +48,7 @@ func hogMain() {
 	rateText, totalText, _ := strings.Cut(spec, "/")
 	rate, err1 := strconv.Atoi(rateText)
 	total, err2 := strconv.Atoi(totalText)
-	if err1 != nil || err2 != nil || rate <= 0 || total < 0 {
+	if err1 != nil || err2 != nil || rate < 0 || total < 0 {
 		fmt.Fprintf(os.Stderr, "hog: %s=%q: want <MiB per second>/<MiB in all>\n", hogEnv, spec)
 		os.Exit(2)
 	}
@@ -55,9 +56,12 @@ func hogMain() {
 	// moment is caught up, and the rate holds on average.
 	var held [][]byte
 	start := time.Now()
-	perChunk := time.Duration(float64(time.Second) * float64(hogChunk) / float64(rate<<20))
+	var perChunk time.Duration
+	if rate > 0 {
+		perChunk = time.Duration(float64(time.Second) * float64(hogChunk) / float64(rate<<20))
+	}
 	for n := 0; total == 0 || n*hogChunk < total<<20; n++ {
-		if d := time.Until(start.Add(time.Duration(n) * perChunk)); d > 0 {
+		if d := time.Until(start.Add(time.Duration(n) * perChunk)); perChunk > 0 && d > 0 {
 			time.Sleep(d)
 		}
 		b := make([]byte, hogChunk)
