@@ -194,17 +194,28 @@ func newBaselineNode(tb testing.TB, client kubernetes.Interface, name string) *b
 	return bn
 }
 
+// post writes MemoryPressure with status, and Ready=True so plinth-control's node
+// lifecycle controller, which also writes the conditions of a node that never posted
+// Ready, leaves it alone. Like kubelet's status update it tries up to 5 times.
 func (bn *baselineNode) post(status corev1.ConditionStatus) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := bn.client.CoreV1().Nodes().Get(ctx, bn.name, metav1.GetOptions{})
-	if err != nil {
-		return err
+	var err error
+	for try := 0; try < 5; try++ {
+		var n *corev1.Node
+		n, err = bn.client.CoreV1().Nodes().Get(ctx, bn.name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		now := metav1.Now()
+		n.Status.Conditions = []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: status, Reason: "Baseline", LastHeartbeatTime: now, LastTransitionTime: now},
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "Baseline", LastHeartbeatTime: now, LastTransitionTime: now},
+		}
+		if _, err = bn.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err == nil {
+			return nil
+		}
 	}
-	now := metav1.Now()
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: status, Reason: "Baseline",
-		LastHeartbeatTime: now, LastTransitionTime: now}}
-	_, err = bn.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 	return err
 }
 
