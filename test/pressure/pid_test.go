@@ -20,8 +20,8 @@ import (
 // The PID threshold is set relative to the tasks running now, so the test does not
 // depend on this machine's pid_max: crossed once about pidMargin more tasks run.
 const (
-	pidMargin = 150
-	pidSpawn  = 400
+	pidMargin = 250
+	pidSpawn  = 500
 )
 
 func readUint(tb testing.TB, path string) uint64 {
