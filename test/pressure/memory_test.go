@@ -3,6 +3,8 @@ package pressure
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +65,11 @@ func TestMemoryPressureReachesTheAPIWithin2s(t *testing.T) {
 		if !f.Active {
 			t.Errorf("feed %s inactive on this machine: %s", f.Name, f.Detail)
 		}
+	}
+	out, err := exec.Command(filepath.Join(binaries(t), "plinthctl"), "pressure", "--address", d.healthz).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "allocatableMemory.available") || !strings.Contains(string(out), "<100Mi hard") ||
+		!strings.Contains(string(out), "psi-pods") || !strings.Contains(string(out), "MemoryPressure  False") {
+		t.Errorf("plinthctl pressure: %v\n%s", err, out)
 	}
 
 	w.reset()
