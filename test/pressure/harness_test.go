@@ -23,6 +23,8 @@ var (
 	buildOnce sync.Once
 	binDir    string
 	buildErr  error
+	// builtBinaries is the temporary directory binaries built, removed by TestMain.
+	builtBinaries string
 )
 
 // binaries returns the directory holding plinthd and plinth-control: PLINTH_BIN_DIR,
@@ -39,6 +41,7 @@ func binaries(tb testing.TB) string {
 			buildErr = err
 			return
 		}
+		builtBinaries = dir
 		cmd := exec.Command("go", "build", "-o", dir+"/", "github.com/plinth/plinth/cmd/...")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -16,7 +16,11 @@ import (
 func TestMain(m *testing.M) {
 	cgrouptest.HelperMain()
 	hogMain()
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtBinaries != "" {
+		os.RemoveAll(builtBinaries)
+	}
+	os.Exit(code)
 }
 
 // hogEnv turns the re-executed test binary into a memory hog: "<MiB per second>/<MiB
