@@ -50,9 +50,8 @@ func (Authorizer) Authorize(_ context.Context, a apiserver.Attributes) (bool, st
 		a.User.Name, mastersGroup, authapi.NodesGroup)
 }
 
-// authorizeNonResource handles paths that name no resource. apiserver.Server checks every
-// request this way before it knows whether the path names a resource, so resource paths
-// pass here and are decided again with their resource.
+// authorizeNonResource handles paths that name no resource. Resource paths are decided
+// with their resource; they pass here should a caller ask anyway.
 func authorizeNonResource(a apiserver.Attributes) (bool, string) {
 	path := strings.TrimSuffix(a.Path, "/")
 	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
@@ -117,7 +116,9 @@ func authorizeNode(node string, a apiserver.Attributes) (bool, string) {
 		}
 
 	case gr == "/pods" && a.Subresource == "status" && (a.Verb == "get" || a.Verb == "update" || a.Verb == "patch"),
-		gr == "/pods" && a.Subresource == "" && a.Verb == "delete":
+		gr == "/pods" && a.Subresource == "" && a.Verb == "delete",
+		// plinthd evicts its own pods under node pressure.
+		gr == "/pods" && a.Subresource == "eviction" && a.Verb == "create":
 		return true, "" // NodeRestriction checks the pod is bound to this node
 
 	case (gr == "/events" || gr == "events.k8s.io/events") && a.Subresource == "" &&

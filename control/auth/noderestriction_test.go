@@ -61,6 +61,8 @@ func TestNodeRestriction(t *testing.T) {
 	restricted := map[string]string{"node-restriction.kubernetes.io/pool": "gold"}
 	tests := []tc{
 		{"registers itself", "create", "", "nodes", "", node("node-a", map[string]string{"kubernetes.io/hostname": "node-a"}, noisy), nil, ""},
+		{"evicts a pod bound to it", "create", "", "pods", "eviction", nil, pod("default", "mine", "node-a"), ""},
+		{"may not evict node B's pod", "create", "", "pods", "eviction", nil, pod("default", "theirs", "node-b"), "bound to node-b"},
 		{"may not register node B", "create", "", "nodes", "", node("node-b", nil), nil, `may not create or change Node "node-b"`},
 		{"may not register with restricted labels", "create", "", "nodes", "", node("node-a", restricted), nil, "node-restriction.kubernetes.io/pool"},
 		{"may not register with a restricted subdomain label", "create", "", "nodes", "",
