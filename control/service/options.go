@@ -27,6 +27,7 @@ type Options struct {
 	AdminKubeconfig    string
 	CompactionInterval time.Duration
 	NodeLifecycle      nodelifecycle.Options
+	LeaderElection     LeaderElection
 	LogLevel           string
 
 	// NodeCertValidity is the lifetime of node client certificates signed at join and
@@ -48,6 +49,7 @@ func DefaultOptions() Options {
 		EtcdPrefix:         "/registry",
 		CompactionInterval: 5 * time.Minute,
 		NodeLifecycle:      nodelifecycle.DefaultOptions(),
+		LeaderElection:     DefaultLeaderElection(),
 		LogLevel:           "info",
 		NodeCertValidity:   auth.DefaultNodeCertValidity,
 
@@ -92,6 +94,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.NodeLifecycle.SecondaryEvictionRate, "secondary-node-eviction-rate", o.NodeLifecycle.SecondaryEvictionRate, "the rate instead in a partially disrupted zone larger than --large-cluster-size-threshold (smaller ones stop)")
 	fs.Float64Var(&o.NodeLifecycle.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.NodeLifecycle.UnhealthyZoneThreshold, "share of a zone's nodes not Ready (with more than two of them) at which it is partially disrupted")
 	fs.IntVar(&o.NodeLifecycle.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.NodeLifecycle.LargeClusterSizeThreshold, "zone size above which a partially disrupted zone keeps evicting at --secondary-node-eviction-rate")
+	fs.BoolVar(&o.LeaderElection.Enabled, "leader-elect", o.LeaderElection.Enabled, "elect one replica among those sharing etcd to run the control loops (every replica serves the API)")
+	fs.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", o.LeaderElection.LeaseDuration, "how long a leader's Lease lasts without renewal")
+	fs.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader retries renewing before it gives up the loops")
+	fs.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire or renew")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR Services get cluster IPs from (dynamic ones from above the first min(max(16, size/16), 256) addresses, which static ones prefer); at most 20 host bits")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "ports NodePort and LoadBalancer Services get node ports from, FIRST-LAST or FIRST+OFFSET")
@@ -124,6 +130,9 @@ func (o *Options) Complete() error {
 	}
 	if o.NodeCertValidity < 10*time.Second {
 		errs = append(errs, fmt.Errorf("--node-cert-validity: %s is too short: want at least 10s", o.NodeCertValidity))
+	}
+	if err := o.LeaderElection.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := parseLogLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)

@@ -137,7 +137,15 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		store.RunCompactor(gctx, o.CompactionInterval, clock.RealClock{}, logger.With("component", "compactor"))
 		return nil
 	})
-	g.Go(func() error { return runControllers(gctx, loopback, loopbackConfig, o, metrics, logger) })
+	g.Go(func() error {
+		return runAsLeader(gctx, loopback, o.LeaderElection, metrics, logger.With("component", "leader-election"),
+			func(ctx context.Context) error {
+				// Each term of leadership registers its controllers' metrics anew.
+				scoped := &scopedRegisterer{reg: metrics}
+				defer scoped.unregisterAll()
+				return runControllers(ctx, loopback, loopbackConfig, o, scoped, logger)
+			})
+	})
 
 	// default, kube-system, kube-node-lease and kube-public exist before anyone is told
 	// the API serves.
