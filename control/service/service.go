@@ -123,7 +123,22 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return apiserver.Serve(gctx, ln, authn.wrap(api), tlsConfig, logger) })
+	// The API stops serving only after the control loops stopped and the leader Lease
+	// was released through it (or 5 s passed), so another replica, or this one
+	// restarted, takes over at once instead of waiting out the Lease.
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	leaderDone := make(chan struct{})
+	g.Go(func() error { return apiserver.Serve(serveCtx, ln, authn.wrap(api), tlsConfig, logger) })
+	g.Go(func() error {
+		<-gctx.Done()
+		select {
+		case <-leaderDone:
+		case <-time.After(5 * time.Second):
+		}
+		stopServing()
+		return nil
+	})
 	g.Go(func() error { authn.runTokenGC(gctx); return nil })
 	g.Go(func() error {
 		select {
@@ -138,6 +153,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return nil
 	})
 	g.Go(func() error {
+		defer close(leaderDone)
 		return runAsLeader(gctx, loopback, o.LeaderElection, metrics, logger.With("component", "leader-election"),
 			func(ctx context.Context) error {
 				// Each term of leadership registers its controllers' metrics anew.
