@@ -19,14 +19,8 @@ func (s *Server) action(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, apierrors.NewMethodNotSupported(s.groupResource(r), "create"))
 		return
 	}
-	opts, err := parseWriteOptions(req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	body, err := s.readBody(w, req)
-	if err != nil {
-		writeError(w, err)
+	opts, body, ok := s.readOptionsAndBody(w, req)
+	if !ok {
 		return
 	}
 	in := act.New()

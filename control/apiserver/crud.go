@@ -79,6 +79,22 @@ func (s *Server) readBody(w http.ResponseWriter, req *http.Request) ([]byte, err
 // readWrite reads what a create or update sends: the write options and the object in
 // the body. It answers the request itself, and returns false, when either is bad.
 func (s *Server) readWrite(w http.ResponseWriter, req *http.Request, r *Resource) (writeOptions, runtime.Object, bool) {
+	opts, body, ok := s.readOptionsAndBody(w, req)
+	if !ok {
+		return opts, nil, false
+	}
+	obj, warnings, err := decodeBody(r, req, body, opts.fieldValidation)
+	if err != nil {
+		writeError(w, err)
+		return opts, nil, false
+	}
+	addWarnings(w, warnings)
+	return opts, obj, true
+}
+
+// readOptionsAndBody reads the write options and the raw body of a write, answering the
+// request itself, and returning false, when either is bad.
+func (s *Server) readOptionsAndBody(w http.ResponseWriter, req *http.Request) (writeOptions, []byte, bool) {
 	opts, err := parseWriteOptions(req)
 	if err != nil {
 		writeError(w, err)
@@ -89,13 +105,7 @@ func (s *Server) readWrite(w http.ResponseWriter, req *http.Request, r *Resource
 		writeError(w, err)
 		return opts, nil, false
 	}
-	obj, warnings, err := decodeBody(r, req, body, opts.fieldValidation)
-	if err != nil {
-		writeError(w, err)
-		return opts, nil, false
-	}
-	addWarnings(w, warnings)
-	return opts, obj, true
+	return opts, body, true
 }
 
 // writeOptions are the query parameters every write takes.

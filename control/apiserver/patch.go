@@ -27,14 +27,8 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, r *Resource, in
 		writeError(w, unsupportedPatch(mediaType))
 		return
 	}
-	opts, err := parseWriteOptions(req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	body, err := s.readBody(w, req)
-	if err != nil {
-		writeError(w, err)
+	opts, body, ok := s.readOptionsAndBody(w, req)
+	if !ok {
 		return
 	}
 	var warnings []string

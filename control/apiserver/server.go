@@ -227,6 +227,13 @@ func isResourcePath(path string) bool {
 
 func isTrue(v string) bool { return v == "true" || v == "1" }
 
+// WriteJSON writes one JSON response, for handlers mounted beside the API.
+func WriteJSON(w http.ResponseWriter, code int, v any) { writeJSON(w, code, v) }
+
+// WriteError writes err as a metav1.Status, as the API does, for handlers mounted
+// beside it.
+func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
+
 // writeJSON writes one JSON response.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	data, err := json.Marshal(v)

@@ -82,18 +82,18 @@ func Mount(api http.Handler, h *Handler) http.Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	user, err := authenticate(h.cfg.Authenticators, req)
 	if err != nil {
-		writeStatus(w, apierrors.NewUnauthorized(err.Error()))
+		apiserver.WriteError(w, apierrors.NewUnauthorized(err.Error()))
 		return
 	}
 	ctx := apiserver.WithUser(req.Context(), user)
 	resource, name, ok := splitPath(req.URL.Path)
 	if !ok {
-		writeStatus(w, notFound(req.URL.Path))
+		apiserver.WriteError(w, notFound(req.URL.Path))
 		return
 	}
 	attrs := apiserver.Attributes{User: user, Verb: verbOf(req.Method, name), Group: authapi.Group, Resource: resource, Name: name}
 	if allowed, reason := h.cfg.Authorizer.Authorize(ctx, attrs); !allowed {
-		writeStatus(w, forbidden(attrs, reason))
+		apiserver.WriteError(w, forbidden(attrs, reason))
 		return
 	}
 	switch {
@@ -106,7 +106,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case resource == authapi.NodeCertificateRequestsResource && name == "" && attrs.Verb == "create":
 		h.signNodeCertificate(ctx, w, req, user)
 	default:
-		writeStatus(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: authapi.Group, Resource: resource}, attrs.Verb))
+		apiserver.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: authapi.Group, Resource: resource}, attrs.Verb))
 	}
 }
 
@@ -147,10 +147,10 @@ func verbOf(method, name string) string {
 func (h *Handler) listTokens(ctx context.Context, w http.ResponseWriter) {
 	tokens, err := h.cfg.Tokens.List(ctx)
 	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(err))
+		apiserver.WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, authapi.BootstrapTokenList{
+	apiserver.WriteJSON(w, http.StatusOK, authapi.BootstrapTokenList{
 		TypeMeta: authapi.TypeMeta{APIVersion: authapi.APIVersion, Kind: authapi.KindBootstrapTokenList}, Items: tokens,
 	})
 }
@@ -158,36 +158,36 @@ func (h *Handler) listTokens(ctx context.Context, w http.ResponseWriter) {
 func (h *Handler) createToken(ctx context.Context, w http.ResponseWriter, req *http.Request) {
 	var in authapi.BootstrapTokenRequest
 	if err := decodeBody(req, &in, authapi.KindBootstrapTokenRequest); err != nil {
-		writeStatus(w, err)
+		apiserver.WriteError(w, err)
 		return
 	}
 	if in.TTLSeconds < 0 || in.TTLSeconds > int64(time.Duration(1<<62)/time.Second) {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("ttlSeconds: %d is out of range: want 0 (never expires) or a positive number of seconds", in.TTLSeconds)))
+		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("ttlSeconds: %d is out of range: want 0 (never expires) or a positive number of seconds", in.TTLSeconds)))
 		return
 	}
 	tok, err := h.cfg.Tokens.Create(ctx, time.Duration(in.TTLSeconds)*time.Second, in.Description)
 	if err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		apiserver.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	writeJSON(w, http.StatusCreated, tok)
+	apiserver.WriteJSON(w, http.StatusCreated, tok)
 }
 
 func (h *Handler) deleteToken(ctx context.Context, w http.ResponseWriter, id string) {
 	if err := authapi.ValidateTokenID(id); err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		apiserver.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	err := h.cfg.Tokens.Delete(ctx, id)
 	if errors.Is(err, ErrTokenNotFound) {
-		writeStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: authapi.Group, Resource: authapi.BootstrapTokensResource}, id))
+		apiserver.WriteError(w, apierrors.NewNotFound(schema.GroupResource{Group: authapi.Group, Resource: authapi.BootstrapTokensResource}, id))
 		return
 	}
 	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(err))
+		apiserver.WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, metav1.Status{
+	apiserver.WriteJSON(w, http.StatusOK, metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusOK,
 		Details: &metav1.StatusDetails{Name: id, Group: authapi.Group, Kind: authapi.BootstrapTokensResource},
 	})
@@ -196,31 +196,31 @@ func (h *Handler) deleteToken(ctx context.Context, w http.ResponseWriter, id str
 func (h *Handler) signNodeCertificate(ctx context.Context, w http.ResponseWriter, req *http.Request, user apiserver.User) {
 	var in authapi.NodeCertificateRequest
 	if err := decodeBody(req, &in, authapi.KindNodeCertificateRequest); err != nil {
-		writeStatus(w, err)
+		apiserver.WriteError(w, err)
 		return
 	}
 	if in.Certificate != "" || in.CACertificate != "" {
-		writeStatus(w, apierrors.NewBadRequest("certificate and caCertificate are set by the server: send only request"))
+		apiserver.WriteError(w, apierrors.NewBadRequest("certificate and caCertificate are set by the server: send only request"))
 		return
 	}
 	csr, node, err := ParseNodeCSR([]byte(in.Request))
 	if err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		apiserver.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	// Bootstrappers and administrators may have any node certified; a node only itself.
 	if self, isNode := nodeNameOf(user); isNode && self != node {
 		attrs := apiserver.Attributes{User: user, Verb: "create", Group: authapi.Group, Resource: authapi.NodeCertificateRequestsResource}
-		writeStatus(w, forbidden(attrs, fmt.Sprintf("node %s may only renew its own certificate, not request one for node %s", self, node)))
+		apiserver.WriteError(w, forbidden(attrs, fmt.Sprintf("node %s may only renew its own certificate, not request one for node %s", self, node)))
 		return
 	}
 	certPEM, err := h.cfg.Signer.SignClientCertificate(csr.PublicKey, csr.Subject.CommonName, []string{authapi.NodesGroup}, h.cfg.NodeCertValidity)
 	if err != nil {
-		writeStatus(w, apierrors.NewInternalError(err))
+		apiserver.WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
 	h.cfg.Logger.Info("signed node client certificate", "node", node, "requester", user.Name, "validity", h.cfg.NodeCertValidity)
-	writeJSON(w, http.StatusCreated, authapi.NodeCertificateRequest{
+	apiserver.WriteJSON(w, http.StatusCreated, authapi.NodeCertificateRequest{
 		TypeMeta: authapi.TypeMeta{APIVersion: authapi.APIVersion, Kind: authapi.KindNodeCertificateRequest},
 		Request:  in.Request, Certificate: string(certPEM), CACertificate: string(h.cfg.Signer.CAPEM()),
 	})
@@ -280,27 +280,4 @@ func notFound(path string) error {
 		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
 		Message: fmt.Sprintf("the server could not find the requested resource (%s)", path),
 	}}
-}
-
-func writeStatus(w http.ResponseWriter, err error) {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		status = apierrors.NewInternalError(err)
-	}
-	st := status.Status()
-	st.Kind, st.APIVersion = "Status", "v1"
-	if st.Code == 0 {
-		st.Code = http.StatusInternalServerError
-	}
-	writeJSON(w, int(st.Code), st)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		code, data = http.StatusInternalServerError, []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
 }
