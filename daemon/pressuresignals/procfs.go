@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/plinth/plinth/daemon/pressure"
+	"github.com/plinth/plinth/kernel/sysinfo"
 )
 
 // readPIDs reads the kernel's process ID limits and the number of tasks. The task
@@ -19,10 +20,10 @@ func readPIDs(procDir string) (pressure.PIDStats, error) {
 	var p pressure.PIDStats
 	var errs []error
 	var err error
-	if p.PIDMax, err = readCount(filepath.Join(procDir, "sys/kernel/pid_max")); err != nil {
+	if p.PIDMax, err = sysinfo.ReadUint(filepath.Join(procDir, "sys/kernel/pid_max")); err != nil {
 		errs = append(errs, err)
 	}
-	if p.ThreadsMax, err = readCount(filepath.Join(procDir, "sys/kernel/threads-max")); err != nil {
+	if p.ThreadsMax, err = sysinfo.ReadUint(filepath.Join(procDir, "sys/kernel/threads-max")); err != nil {
 		errs = append(errs, err)
 	}
 	if p.PIDMax == 0 && p.ThreadsMax == 0 {
@@ -37,20 +38,6 @@ func readPIDs(procDir string) (pressure.PIDStats, error) {
 		return pressure.PIDStats{}, fmt.Errorf("%s: %w", file, err)
 	}
 	return p, nil
-}
-
-// readCount reads a file holding one unsigned number, such as pid_max.
-func readCount(file string) (uint64, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, err
-	}
-	s := strings.TrimSpace(string(b))
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not an unsigned number", file, clip(s))
-	}
-	return v, nil
 }
 
 // ParseLoadavgTasks returns the number of tasks from /proc/loadavg, such as 155 from

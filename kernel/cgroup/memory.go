@@ -123,17 +123,7 @@ func (h Host) memoryIsV2(dir string) bool {
 
 // readUint reads a file holding one unsigned number.
 func readUint(dir, name string) (uint64, error) {
-	file := filepath.Join(dir, name)
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, err
-	}
-	s := strings.TrimSpace(string(b))
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not an unsigned number", file, truncate(s))
-	}
-	return v, nil
+	return sysinfo.ReadUint(filepath.Join(dir, name))
 }
 
 // readLimit reads a limit file: a number, "max" (v2) or v1's huge "no limit" value,
