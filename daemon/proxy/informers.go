@@ -20,44 +20,53 @@ type Sources struct {
 // informers are the three watches the proxy runs.
 type informers struct {
 	services, slices, node cache.SharedIndexInformer
+	// registrations are the proxy's handlers; each has synced once it was handed
+	// every object of the informer's initial list.
+	registrations []cache.ResourceEventHandlerRegistration
 }
 
 // newInformers builds the informers without resync: every change arrives as an event,
 // and the sync loop resyncs the rules on its own schedule.
-func newInformers(s Sources) informers {
-	return informers{
+func newInformers(s Sources) *informers {
+	return &informers{
 		services: cache.NewSharedIndexInformer(s.Services, &corev1.Service{}, 0, cache.Indexers{}),
 		slices:   cache.NewSharedIndexInformer(s.EndpointSlices, &discoveryv1.EndpointSlice{}, 0, cache.Indexers{}),
 		node:     cache.NewSharedIndexInformer(s.Node, &corev1.Node{}, 0, cache.Indexers{}),
 	}
 }
 
-func (i informers) hasSynced() bool {
-	return i.services.HasSynced() && i.slices.HasSynced() && i.node.HasSynced()
+// hasSynced reports whether the proxy's handlers saw every object of the initial
+// lists (the stores being filled is not enough: handlers run after).
+func (i *informers) hasSynced() bool {
+	if len(i.registrations) != 3 {
+		return false
+	}
+	for _, r := range i.registrations {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
-// handlers connects the informers to the proxy's event methods.
-func (i informers) addHandlers(p *Proxy) error {
-	if _, err := i.services.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.onService(obj, false) },
-		UpdateFunc: func(_, obj any) { p.onService(obj, false) },
-		DeleteFunc: func(obj any) { p.onService(obj, true) },
-	}); err != nil {
-		return err
+// addHandlers connects the informers to the proxy's event methods.
+func (i *informers) addHandlers(p *Proxy) error {
+	for _, h := range []struct {
+		informer cache.SharedIndexInformer
+		on       func(obj any, deleted bool)
+	}{{i.services, p.onService}, {i.slices, p.onSlice}, {i.node, p.onNode}} {
+		on := h.on
+		reg, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { on(obj, false) },
+			UpdateFunc: func(_, obj any) { on(obj, false) },
+			DeleteFunc: func(obj any) { on(obj, true) },
+		})
+		if err != nil {
+			return err
+		}
+		i.registrations = append(i.registrations, reg)
 	}
-	if _, err := i.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.onSlice(obj, false) },
-		UpdateFunc: func(_, obj any) { p.onSlice(obj, false) },
-		DeleteFunc: func(obj any) { p.onSlice(obj, true) },
-	}); err != nil {
-		return err
-	}
-	_, err := i.node.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.onNode(obj, false) },
-		UpdateFunc: func(_, obj any) { p.onNode(obj, false) },
-		DeleteFunc: func(obj any) { p.onNode(obj, true) },
-	})
-	return err
+	return nil
 }
 
 // unwrapTombstone returns the object inside a DeletedFinalStateUnknown (a delete the

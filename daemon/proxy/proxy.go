@@ -76,7 +76,7 @@ type Proxy struct {
 	health    *healthState
 	metrics   *metrics
 	runner    *syncRunner
-	informers informers
+	informers *informers
 	logger    *slog.Logger
 
 	healthAddr chan net.Addr // receives the bound health address once

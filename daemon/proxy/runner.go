@@ -54,6 +54,11 @@ func (r *syncRunner) run(ctx context.Context) {
 		failures          int
 		retryAt           time.Time // set while a failed sync waits for its retry
 	)
+	// The first sync is full, so requests made before it are already covered.
+	select {
+	case <-r.kick:
+	default:
+	}
 	for {
 		now := r.clock.Now()
 		due := nextFull
