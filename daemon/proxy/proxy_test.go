@@ -34,7 +34,7 @@ func newFakeSource(list runtime.Object) *fakeSource {
 	return &fakeSource{list: list, watcher: watch.NewFake()}
 }
 
-func (f *fakeSource) List(metav1.ListOptions) (runtime.Object, error)  { return f.list, nil }
+func (f *fakeSource) List(metav1.ListOptions) (runtime.Object, error)   { return f.list, nil }
 func (f *fakeSource) Watch(metav1.ListOptions) (watch.Interface, error) { return f.watcher, nil }
 
 // IsWatchListSemanticsUnSupported makes the reflector list, then watch.

@@ -15,14 +15,14 @@ func TestSelectEndpoints(t *testing.T) {
 	nodes := func(e ep, n ...string) ep { e.forNodes = n; return e }
 
 	for _, tc := range []struct {
-		name                 string
-		eps                  []ep
-		usesCluster          bool
-		usesLocal            bool
-		zone                 string
-		wantCluster          []string // nil: not asked
-		wantLocal            []string
-		wantAny              bool
+		name        string
+		eps         []ep
+		usesCluster bool
+		usesLocal   bool
+		zone        string
+		wantCluster []string // nil: not asked
+		wantLocal   []string
+		wantAny     bool
 	}{
 		{name: "no endpoints", usesCluster: true, usesLocal: true},
 		{name: "all ready", eps: []ep{remote("10.0.0.2"), local("10.0.0.1")}, usesCluster: true,
