@@ -5,7 +5,10 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plinth/plinth/daemon/proxy/desired"
@@ -26,6 +29,9 @@ type snapshotter struct {
 	settings  snapshotSettings
 	byService map[types.NamespacedName][]desired.ServicePort
 	ports     map[desired.ServicePortName][]desired.ServicePort
+	// inputs identify the objects each committed Service was built from, so a full
+	// resync skips Services whose Service, slices and node view are unchanged.
+	inputs map[types.NamespacedName]string
 	// noLocal counts, per Service, its ports with a Local policy and endpoints only
 	// elsewhere, for sync_proxy_rules_no_local_endpoints_total.
 	noLocal map[types.NamespacedName]noLocalCount
@@ -38,6 +44,7 @@ func newSnapshotter(s snapshotSettings) *snapshotter {
 		settings:  s,
 		byService: map[types.NamespacedName][]desired.ServicePort{},
 		ports:     map[desired.ServicePortName][]desired.ServicePort{},
+		inputs:    map[types.NamespacedName]string{},
 		noLocal:   map[types.NamespacedName]noLocalCount{},
 	}
 }
@@ -47,6 +54,7 @@ type built struct {
 	snapshot  *desired.Snapshot
 	changes   desired.Changes
 	byService map[types.NamespacedName][]desired.ServicePort
+	inputs    map[types.NamespacedName]string
 	noLocal   map[types.NamespacedName]noLocalCount
 }
 
@@ -56,18 +64,24 @@ func (s *snapshotter) build(w work) built {
 	ports := maps.Clone(s.ports)
 	b := built{
 		byService: map[types.NamespacedName][]desired.ServicePort{},
+		inputs:    map[types.NamespacedName]string{},
 		noLocal:   map[types.NamespacedName]noLocalCount{},
 		changes:   desired.Changes{Full: w.full, Changed: map[desired.ServicePortName]bool{}},
 	}
 	node := nodeView{name: s.settings.nodeName, zone: w.node.zone}
 	stale := newStaleSet()
 	for key, svc := range w.services {
+		in := inputKey(svc, w.slices[key], node)
+		if in != "" && in == s.inputs[key] {
+			continue // built from exactly these objects before: nothing can differ
+		}
 		var now []desired.ServicePort
 		if svc != nil {
 			now = buildServicePorts(svc, w.slices[key], node)
 		}
 		before := s.byService[key]
 		b.byService[key] = now
+		b.inputs[key] = in
 		b.noLocal[key] = countNoLocal(now)
 		for _, p := range before {
 			delete(ports, p.Name)
@@ -96,12 +110,36 @@ func (s *snapshotter) commit(b built) {
 		if len(now) == 0 {
 			delete(s.byService, key)
 			delete(s.noLocal, key)
-			continue
+		} else {
+			s.byService[key] = now
+			s.noLocal[key] = b.noLocal[key]
 		}
-		s.byService[key] = now
-		s.noLocal[key] = b.noLocal[key]
+		if in := b.inputs[key]; in != "" {
+			s.inputs[key] = in
+		} else {
+			delete(s.inputs, key)
+		}
 	}
 	s.ports = b.snapshot.Services
+}
+
+// inputKey names the inputs of one Service's build: the Service's and each slice's
+// resourceVersion and this node's view. It is empty (never reused) for a deleted
+// Service or an object without a resourceVersion.
+func inputKey(svc *corev1.Service, sl []*discoveryv1.EndpointSlice, node nodeView) string {
+	if svc == nil || svc.ResourceVersion == "" {
+		return ""
+	}
+	parts := make([]string, 0, len(sl)+3)
+	parts = append(parts, node.name, node.zone, string(svc.UID)+"/"+svc.ResourceVersion)
+	for _, e := range sl {
+		if e.ResourceVersion == "" {
+			return ""
+		}
+		parts = append(parts, e.Name+"/"+string(e.UID)+"/"+e.ResourceVersion)
+	}
+	slices.Sort(parts[3:])
+	return strings.Join(parts, "|")
 }
 
 // noLocalTotals sums the committed per-Service counts.

@@ -203,3 +203,24 @@ func TestSnapshotNoLocalEndpointsCounts(t *testing.T) {
 		t.Fatalf("after delete: internal %d external %d", in, ex)
 	}
 }
+
+func TestSnapshotFullResyncReusesUnchangedServices(t *testing.T) {
+	w := newWorld(t)
+	w.tracker.upsertService(service("default", "web"))
+	w.tracker.upsertSlice(endpointSlice("default", "web", "web-1", discoveryv1.AddressTypeIPv4, []slicePortSpec{httpPort},
+		ep{addr: "10.244.0.7", forZones: []string{"z1"}}, ep{addr: "10.244.1.5", forZones: []string{"z2"}}), time.Time{})
+	first := w.sync(true)
+	if got := addrs(first.snapshot.Services[webName][0].ClusterEndpoints); !slices.Equal(got, []string{"10.244.0.7"}) {
+		t.Fatalf("zone z1 endpoints = %v", got)
+	}
+	again := w.sync(true)
+	if !again.changes.Full || len(again.changes.Changed) != 0 || !reflect.DeepEqual(again.snapshot.Services, first.snapshot.Services) {
+		t.Fatalf("full resync of unchanged objects: changed %v", changedNames(again.changes))
+	}
+	// The same objects seen from another zone are rebuilt.
+	w.tracker.setNode(nodeFacts{known: true, zone: "z2", ips: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
+	moved := w.sync(false)
+	if got := addrs(moved.snapshot.Services[webName][0].ClusterEndpoints); !moved.changes.Changed[webName] || !slices.Equal(got, []string{"10.244.1.5"}) {
+		t.Fatalf("after moving to zone z2: changed %v, endpoints %v", changedNames(moved.changes), got)
+	}
+}
