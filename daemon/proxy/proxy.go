@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +81,8 @@ type Proxy struct {
 	logger    *slog.Logger
 
 	healthAddr chan net.Addr // receives the bound health address once
+	// syncing is set once the informers synced and rule syncs began.
+	syncing atomic.Bool
 }
 
 // New checks cfg and builds a Proxy; Run starts it.
@@ -129,12 +132,22 @@ func New(cfg Config) (*Proxy, error) {
 	if err := p.informers.addHandlers(p); err != nil {
 		return nil, err
 	}
+	// Until the first sync, the whole rule set is a pending change.
+	p.queue()
 	return p, nil
 }
 
 // Check is the proxy's plinthd health check: like /livez, it fails when a queued
-// change waited more than 2 × syncPeriod.
-func (p *Proxy) Check() error { return p.health.check() }
+// change waited more than 2 × syncPeriod, but only once syncs began. Before that the
+// control service is unreachable, and the rules of the last run stay in place (fail
+// static); restarting plinthd, which the watchdog would do on a failed check, cannot
+// help, while /healthz on the proxy's port does report it to load balancers.
+func (p *Proxy) Check() error {
+	if !p.syncing.Load() {
+		return nil
+	}
+	return p.health.check()
+}
 
 // HealthAddr receives the health server's address once it listens.
 func (p *Proxy) HealthAddr() <-chan net.Addr { return p.healthAddr }
@@ -156,7 +169,6 @@ func (p *Proxy) Run(ctx context.Context) error {
 			}
 		})
 	}
-	p.queue()
 	wg.Go(func() { p.informers.services.Run(ctx.Done()) })
 	wg.Go(func() { p.informers.slices.Run(ctx.Done()) })
 	wg.Go(func() { p.informers.node.Run(ctx.Done()) })
@@ -165,6 +177,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	p.logger.Info("service proxy: informers synced; starting rule syncs",
 		"min_sync_period", p.cfg.MinSyncPeriod, "sync_period", p.cfg.SyncPeriod)
+	p.syncing.Store(true)
 	p.runner.run(ctx)
 	return causeUnlessCanceled(ctx)
 }

@@ -116,7 +116,7 @@ func startProxy(t *testing.T, svcs []corev1.Service, sl []discoveryv1.EndpointSl
 	h := &proxyHarness{
 		t:         t,
 		clock:     testingclock.NewFakeClock(t0),
-		syncer:    &recordingSyncer{calls: make(chan syncRecord, 16)},
+		syncer:    &recordingSyncer{calls: make(chan syncRecord)}, // unbuffered: the runner waits for the test
 		conntrack: &recordingConntrack{},
 		reg:       prometheus.NewRegistry(),
 		services:  newFakeSource(&corev1.ServiceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: svcs}),
@@ -293,6 +293,47 @@ func TestProxyEndToEndWithFakes(t *testing.T) {
 	}
 	if err := h.proxy.Check(); err != nil {
 		t.Fatalf("health check after successful syncs: %v", err)
+	}
+}
+
+// blockingSource is a ListerWatcher whose List never answers until ctx ends: a
+// control service that is away.
+type blockingSource struct{ release chan struct{} }
+
+func (b blockingSource) List(metav1.ListOptions) (runtime.Object, error) {
+	<-b.release
+	return nil, errors.New("control service unreachable")
+}
+func (b blockingSource) Watch(metav1.ListOptions) (watch.Interface, error) {
+	<-b.release
+	return nil, errors.New("control service unreachable")
+}
+func (blockingSource) IsWatchListSemanticsUnSupported() bool { return true }
+
+func TestCheckPassesUntilSyncsBegin(t *testing.T) {
+	c := testingclock.NewFakeClock(t0)
+	src := blockingSource{release: make(chan struct{})}
+	p, err := New(Config{NodeName: testNode, Sources: Sources{src, src, src}, Syncer: &recordingSyncer{calls: make(chan syncRecord, 1)},
+		Conntrack: &recordingConntrack{}, Clock: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		close(src.release)
+		<-done
+	}()
+	// The change queued at start is never applied, but nothing can sync yet: the
+	// plinthd check (which gates the watchdog) keeps passing, /livez's state does not.
+	c.Step(time.Hour)
+	if err := p.Check(); err != nil {
+		t.Fatalf("Check before the first list = %v, want nil (fail static)", err)
+	}
+	if ok, _, _ := p.health.healthy(); ok {
+		t.Fatal("/livez state healthy an hour after a change was queued and not applied")
 	}
 }
 
