@@ -207,8 +207,8 @@ func TestProxyEndToEndWithFakes(t *testing.T) {
 	if !slices.Equal(first.snap.NodeIPs, []netip.Addr{netip.MustParseAddr("192.0.2.1")}) {
 		t.Fatalf("node IPs = %v", first.snap.NodeIPs)
 	}
-	if got := h.conntrack.take(); !slices.Equal(got, []string{"udp to 10.96.0.10:53"}) {
-		t.Fatalf("conntrack after the first sync = %v (flows of a UDP service that gained endpoints)", got)
+	if got := h.conntrack.take(); len(got) != 0 {
+		t.Fatalf("conntrack after the first sync = %v; a restart must not cut live flows", got)
 	}
 
 	// The health server answers 200 once synced.

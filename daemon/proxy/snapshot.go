@@ -32,6 +32,9 @@ type snapshotter struct {
 	// inputs identify the objects each committed Service was built from, so a full
 	// resync skips Services whose Service, slices and node view are unchanged.
 	inputs map[types.NamespacedName]string
+	// committed is set once a snapshot was committed: before that there is no
+	// previous state to call a flow stale against.
+	committed bool
 	// noLocal counts, per Service, its ports with a Local policy and endpoints only
 	// elsewhere, for sync_proxy_rules_no_local_endpoints_total.
 	noLocal map[types.NamespacedName]noLocalCount
@@ -60,6 +63,10 @@ type built struct {
 
 // build rebuilds the Services in w and compares them with the committed state. It
 // changes nothing until commit, so a failed sync's work can be built again.
+//
+// The first build after start reports no stale UDP flows: what the previous run's
+// rules did is unknown, and calling every flow to a UDP Service stale would cut each
+// live one at every restart of plinthd.
 func (s *snapshotter) build(w work) built {
 	ports := maps.Clone(s.ports)
 	b := built{
@@ -90,7 +97,9 @@ func (s *snapshotter) build(w work) built {
 			ports[p.Name] = append(ports[p.Name], p)
 		}
 		markChanged(b.changes.Changed, before, now)
-		stale.add(before, now)
+		if s.committed {
+			stale.add(before, now)
+		}
 	}
 	b.changes.StaleUDPEndpoints, b.changes.StaleUDPServices = stale.lists()
 	b.snapshot = &desired.Snapshot{
@@ -121,6 +130,7 @@ func (s *snapshotter) commit(b built) {
 		}
 	}
 	s.ports = b.snapshot.Services
+	s.committed = true
 }
 
 // inputKey names the inputs of one Service's build: the Service's and each slice's

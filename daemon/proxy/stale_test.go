@@ -137,3 +137,16 @@ func TestConntrackMatches(t *testing.T) {
 		t.Fatalf("matches = %q\nwant %q", gotText, want)
 	}
 }
+
+func TestStaleUDPNothingOnTheFirstSync(t *testing.T) {
+	w := newWorld(t)
+	w.tracker.upsertService(udpDNSSvc())
+	w.tracker.upsertSlice(dnsSlice("1", ep{addr: "10.244.0.7"}), time.Time{})
+	b := w.sync(true)
+	if len(b.changes.StaleUDPEndpoints) != 0 || len(b.changes.StaleUDPServices) != 0 {
+		t.Fatalf("first sync after start calls flows stale: %v %v", b.changes.StaleUDPEndpoints, b.changes.StaleUDPServices)
+	}
+	if len(b.snapshot.Services[dnsName]) != 1 {
+		t.Fatalf("snapshot = %v", b.snapshot.Services)
+	}
+}
