@@ -9,10 +9,11 @@
 // Syncs coalesce over minSyncPeriod, a full resync runs every syncPeriod, and a failed
 // sync is retried with backoff (all on an injected clock). After each successful sync
 // the stale UDP flows are deleted through a conntrack cleaner. It serves kube-proxy's
-// /healthz and /livez on its own address (default 0.0.0.0:10256) and exports
+// /healthz and /livez on its own address (default 0.0.0.0:10256), the per-Service
+// health checks on LoadBalancer Services' healthCheckNodePorts, and exports
 // kube-proxy's metrics under plinth_proxy_.
 //
-// It owns the informers, the sync loop and the health server goroutines it starts in
-// Run, all stopped before Run returns. It touches the kernel only through the Syncer
+// It owns the informers, the sync loop and the health servers' listeners and
+// goroutines it starts in Run, all stopped before Run returns. It touches the kernel only through the Syncer
 // and ConntrackCleaner it is given, and the API only through the ListerWatchers.
 package proxy

@@ -78,6 +78,7 @@ type Proxy struct {
 	metrics   *metrics
 	runner    *syncRunner
 	informers *informers
+	svcHealth *serviceHealth
 	logger    *slog.Logger
 
 	healthAddr chan net.Addr // receives the bound health address once
@@ -129,6 +130,7 @@ func New(cfg Config) (*Proxy, error) {
 		healthAddr: make(chan net.Addr, 1),
 	}
 	p.runner = newSyncRunner(cfg.Clock, cfg.MinSyncPeriod, cfg.SyncPeriod, p.syncOnce)
+	p.svcHealth = newServiceHealth(listenAllAddresses, func() bool { ok, _, _ := p.health.healthy(); return ok }, p.logger)
 	if err := p.informers.addHandlers(p); err != nil {
 		return nil, err
 	}
@@ -179,6 +181,9 @@ func (p *Proxy) Run(ctx context.Context) error {
 		"min_sync_period", p.cfg.MinSyncPeriod, "sync_period", p.cfg.SyncPeriod)
 	p.syncing.Store(true)
 	p.runner.run(ctx)
+	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelStop()
+	p.svcHealth.stop(stopCtx)
 	return causeUnlessCanceled(ctx)
 }
 
@@ -281,6 +286,7 @@ func (p *Proxy) syncOnce(ctx context.Context, full bool) error {
 	}
 	p.snap.commit(b)
 	p.health.synced()
+	p.svcHealth.update(p.snap.healthChecks)
 	p.metrics.lastSync.Set(float64(end.UnixNano()) / 1e9)
 	internal, external := p.snap.noLocalTotals()
 	p.metrics.noLocalEndpoints.WithLabelValues("internal").Set(float64(internal))

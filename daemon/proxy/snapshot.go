@@ -32,6 +32,8 @@ type snapshotter struct {
 	// inputs identify the objects each committed Service was built from, so a full
 	// resync skips Services whose Service, slices and node view are unchanged.
 	inputs map[types.NamespacedName]string
+	// healthChecks are the committed Services' health check node ports.
+	healthChecks map[types.NamespacedName]healthCheck
 	// committed is set once a snapshot was committed: before that there is no
 	// previous state to call a flow stale against.
 	committed bool
@@ -44,11 +46,12 @@ type noLocalCount struct{ internal, external int }
 
 func newSnapshotter(s snapshotSettings) *snapshotter {
 	return &snapshotter{
-		settings:  s,
-		byService: map[types.NamespacedName][]desired.ServicePort{},
-		ports:     map[desired.ServicePortName][]desired.ServicePort{},
-		inputs:    map[types.NamespacedName]string{},
-		noLocal:   map[types.NamespacedName]noLocalCount{},
+		settings:     s,
+		byService:    map[types.NamespacedName][]desired.ServicePort{},
+		ports:        map[desired.ServicePortName][]desired.ServicePort{},
+		inputs:       map[types.NamespacedName]string{},
+		noLocal:      map[types.NamespacedName]noLocalCount{},
+		healthChecks: map[types.NamespacedName]healthCheck{},
 	}
 }
 
@@ -122,6 +125,11 @@ func (s *snapshotter) commit(b built) {
 		} else {
 			s.byService[key] = now
 			s.noLocal[key] = b.noLocal[key]
+		}
+		if hc, ok := healthCheckOf(now); ok {
+			s.healthChecks[key] = hc
+		} else {
+			delete(s.healthChecks, key)
 		}
 		if in := b.inputs[key]; in != "" {
 			s.inputs[key] = in
