@@ -24,7 +24,7 @@ type resource[T object, L runtime.Object] struct {
 	client    rest.Interface // for the resource's group and version
 	params    runtime.ParameterCodec
 	name      string // the plural resource name, as in the URL: "nodes"
-	namespace string // "" for a cluster-scoped resource or every namespace
+	namespace string // "" for a cluster-scoped resource or every namespace (left out of the URL)
 	newObject func() T
 	newList   func() L
 }
@@ -32,7 +32,7 @@ type resource[T object, L runtime.Object] struct {
 func (r resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
 	out := r.newObject()
 	err := r.client.Get().
-		Namespace(r.namespace).
+		NamespaceIfScoped(r.namespace, r.namespace != "").
 		Resource(r.name).
 		Name(name).
 		VersionedParams(&opts, r.params).
@@ -44,7 +44,7 @@ func (r resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpt
 func (r resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
 	out := r.newList()
 	err := r.client.Get().
-		Namespace(r.namespace).
+		NamespaceIfScoped(r.namespace, r.namespace != "").
 		Resource(r.name).
 		VersionedParams(&opts, r.params).
 		Timeout(timeoutOf(opts)).
@@ -56,7 +56,7 @@ func (r resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, e
 func (r resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	return r.client.Get().
-		Namespace(r.namespace).
+		NamespaceIfScoped(r.namespace, r.namespace != "").
 		Resource(r.name).
 		VersionedParams(&opts, r.params).
 		Timeout(timeoutOf(opts)).
@@ -66,7 +66,7 @@ func (r resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (wat
 func (r resource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	out := r.newObject()
 	err := r.client.Post().
-		Namespace(r.namespace).
+		NamespaceIfScoped(r.namespace, r.namespace != "").
 		Resource(r.name).
 		VersionedParams(&opts, r.params).
 		Body(obj).
@@ -86,7 +86,7 @@ func (r resource[T, L]) UpdateStatus(ctx context.Context, obj T, opts metav1.Upd
 func (r resource[T, L]) put(ctx context.Context, obj T, subresource string, opts metav1.UpdateOptions) (T, error) {
 	out := r.newObject()
 	req := r.client.Put().
-		Namespace(r.namespace).
+		NamespaceIfScoped(r.namespace, r.namespace != "").
 		Resource(r.name).
 		Name(obj.GetName())
 	if subresource != "" {
@@ -102,7 +102,7 @@ func (r resource[T, L]) put(ctx context.Context, obj T, subresource string, opts
 func (r resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
 	out := r.newObject()
 	err := r.client.Patch(pt).
-		Namespace(r.namespace).
+		NamespaceIfScoped(r.namespace, r.namespace != "").
 		Resource(r.name).
 		Name(name).
 		SubResource(subresources...).
