@@ -20,6 +20,7 @@ import (
 
 	"github.com/plinth/plinth/control/apiserver/apitest"
 	"github.com/plinth/plinth/control/controllers/gc"
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/node"
 )
 
@@ -235,8 +236,12 @@ func TestCollectsWhatWasDeletedWhileStopped(t *testing.T) {
 func TestNodeLeaseGoesWithItsNode(t *testing.T) {
 	srv := apitest.Start(t, apitest.Options{}) // with kube-node-lease
 	client := srv.Client
+	agentClient, err := nodeclient.New(srv.RESTConfig()) // plinthd's own client
+	if err != nil {
+		t.Fatal(err)
+	}
 	agentClock := testingclock.NewFakeClock(time.Now())
-	agent, err := node.NewAgent(client, node.Config{NodeName: "n1", RegisterNode: true},
+	agent, err := node.NewAgent(agentClient, node.Config{NodeName: "n1", RegisterNode: true},
 		node.HostFacts{CPUs: 1, MemoryBytes: 1 << 30}, nil, agentClock, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
