@@ -7,9 +7,9 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/proxy"
 	"github.com/plinth/plinth/kernel/conntrack"
@@ -37,7 +37,7 @@ type serviceProxy struct {
 
 // newServiceProxy builds the Service proxy from the configuration, or returns nil when
 // it is disabled or this build has no rule syncer.
-func newServiceProxy(cfg config.Config, backends Backends, client kubernetes.Interface, nodeName string,
+func newServiceProxy(cfg config.Config, backends Backends, client nodeclient.Interface, nodeName string,
 	registry prometheus.Registerer, logger *slog.Logger) (*serviceProxy, error) {
 	if !cfg.ProxyEnabled() || client == nil {
 		return nil, nil

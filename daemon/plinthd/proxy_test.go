@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/proxy/desired"
 )
@@ -58,7 +57,7 @@ func TestServiceProxyOnlyWhenEnabledAndBuilt(t *testing.T) {
 	}
 	// Enabled with a client, but this build has no rule syncer: no proxy, no error.
 	disabled.Proxy.Enabled = nil
-	if p, err := newServiceProxy(disabled, Backends{}, &kubernetes.Clientset{}, "node-a", nil, logger); p != nil || err != nil {
+	if p, err := newServiceProxy(disabled, Backends{}, &nodeclient.Client{}, "node-a", nil, logger); p != nil || err != nil {
 		t.Fatalf("no rule syncer: proxy %v, err %v; want none", p, err)
 	}
 	if built != 0 {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/plinth/plinth/control/apiserver/apitest"
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/proxy"
 	"github.com/plinth/plinth/daemon/proxy/desired"
 	"github.com/plinth/plinth/kernel/conntrack"
@@ -71,9 +72,13 @@ func TestProxySourcesAgainstTheAPI(t *testing.T) {
 	}, metav1.CreateOptions{})
 	mustCreate(err)
 
+	nc, err := nodeclient.New(api.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := snapshotRecorder{snaps: make(chan *desired.Snapshot, 64)}
 	p, err := proxy.New(proxy.Config{
-		NodeName: "node-a", Sources: proxySources(c, "node-a"), Syncer: rec, Conntrack: noConntrack{},
+		NodeName: "node-a", Sources: proxySources(nc, "node-a"), Syncer: rec, Conntrack: noConntrack{},
 		MinSyncPeriod: 10 * time.Millisecond, SyncPeriod: time.Minute,
 	})
 	if err != nil {
