@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +94,21 @@ func TestProxyDropInMerge(t *testing.T) {
 	}
 	if c.Proxy.HealthzBindAddress != "0.0.0.0:10256" {
 		t.Errorf("untouched field lost its default: %q", c.Proxy.HealthzBindAddress)
+	}
+}
+
+func TestNodePortAddressesFlagReplacesFileList(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"plinthd.yaml": "kubeconfig: /k\nproxy: {nodePortAddresses: [10.0.0.0/8], syncPeriod: 1m}\n"})
+	c, _, err := parseFlags(t, "--config", filepath.Join(dir, "plinthd.yaml"), "--config-dir", "",
+		"--nodeport-addresses", "192.0.2.0/24, 2001:db8::/64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Proxy.NodePortAddresses, []string{"192.0.2.0/24", "2001:db8::/64"}) || c.Proxy.SyncPeriod.Duration != time.Minute {
+		t.Fatalf("proxy = %+v", c.Proxy)
+	}
+	c, _, err = parseFlags(t, "--config", filepath.Join(dir, "plinthd.yaml"), "--config-dir", "", "--nodeport-addresses", "primary")
+	if err != nil || !slices.Equal(c.Proxy.NodePortAddresses, []string{"primary"}) {
+		t.Fatalf("--nodeport-addresses primary: %v %v", c.Proxy.NodePortAddresses, err)
 	}
 }
