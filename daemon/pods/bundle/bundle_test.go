@@ -30,6 +30,7 @@ func testInput(c corev1.Container) Input {
 			Hostname: "web", HostsPath: "/pod/hosts", ResolvConfPath: "/pod/resolv.conf", HostnamePath: "/pod/hostname", ShmPath: "/pod/shm"},
 		CgroupParent: "/plinth/poduid-1", TerminationLogPath: "/pod/ctr/termination-log",
 		NodeMemoryBytes: 1 << 30, NodeMilliCPU: 2000, PodIP: "10.0.0.5", HostIP: "192.168.1.2",
+		MinOOMScoreAdj: -1000, MaxNOFILE: 1 << 20,
 	}
 }
 
@@ -384,5 +385,28 @@ func TestBuildRejectsBadInput(t *testing.T) {
 	in.CgroupParent = "plinth/x"
 	if _, err := Build(in); err == nil || !strings.Contains(err.Error(), "cgroup parent") {
 		t.Errorf("relative cgroup parent: %v", err)
+	}
+}
+
+func TestHostLimitsBoundRlimitsAndOOMScore(t *testing.T) {
+	g := testInput(corev1.Container{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}})
+	s := mustBuild(t, g)
+	if want := []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 524288}}; !reflect.DeepEqual(s.Process.Rlimits, want) {
+		t.Errorf("rlimits = %+v, want %+v", s.Process.Rlimits, want)
+	}
+	// A runtime without CAP_SYS_RESOURCE can neither raise its hard limit nor lower
+	// oom_score_adj below its own.
+	g.MaxNOFILE, g.MinOOMScoreAdj = 800, -500
+	s = mustBuild(t, g)
+	if want := []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 800, Hard: 800}}; !reflect.DeepEqual(s.Process.Rlimits, want) {
+		t.Errorf("bounded rlimits = %+v, want %+v", s.Process.Rlimits, want)
+	}
+	if *s.Process.OOMScoreAdj != -500 {
+		t.Errorf("guaranteed oom_score_adj with a floor of -500 = %d", *s.Process.OOMScoreAdj)
+	}
+	g.MaxNOFILE = 0
+	if s := mustBuild(t, g); s.Process.Rlimits != nil {
+		t.Errorf("MaxNOFILE 0 should inherit, got %+v", s.Process.Rlimits)
 	}
 }

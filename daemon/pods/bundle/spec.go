@@ -72,6 +72,12 @@ type Input struct {
 	// PidsLimit caps the container's tasks (0: no container-level cap; the pod's cgroup
 	// carries the pod limit).
 	PidsLimit int64
+	// MaxNOFILE is the hard RLIMIT_NOFILE the runtime may grant (its own hard limit,
+	// unless it holds CAP_SYS_RESOURCE); 0 leaves the limit inherited.
+	MaxNOFILE uint64
+	// MinOOMScoreAdj is the lowest oom_score_adj the runtime may set (its own, unless
+	// it holds CAP_SYS_RESOURCE; -1000 when it does); Guaranteed pods get no lower.
+	MinOOMScoreAdj int
 	// PodIP and HostIP feed status.podIP and status.hostIP field references.
 	PodIP, HostIP string
 }
@@ -138,9 +144,9 @@ func Build(in Input) (*specs.Spec, error) {
 			Env:             env,
 			Cwd:             path.Clean(cwd),
 			Capabilities:    caps,
-			Rlimits:         defaultRlimits(),
+			Rlimits:         rlimits(in.MaxNOFILE),
 			NoNewPrivileges: sc.noNewPrivileges,
-			OOMScoreAdj:     ptr(oomScoreAdj(in.Pod, c, in.NodeMemoryBytes)),
+			OOMScoreAdj:     ptr(max(oomScoreAdj(in.Pod, c, in.NodeMemoryBytes), in.MinOOMScoreAdj)),
 		},
 		Root:        &specs.Root{Path: in.RootfsPath, Readonly: sc.readOnlyRoot},
 		Mounts:      mounts,
@@ -226,10 +232,15 @@ func sysctls(pod *corev1.Pod) map[string]string {
 	return out
 }
 
-func defaultRlimits() []specs.POSIXRlimit {
-	// containerd 2's defaults: a soft limit select(2)-based programs survive, a hard
-	// limit servers can raise themselves to.
-	return []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 524288}}
+// rlimits gives RLIMIT_NOFILE containerd 2's values (a soft limit select(2)-based
+// programs survive, a hard limit servers can raise themselves to) within what the
+// runtime may grant: raising a hard limit needs CAP_SYS_RESOURCE.
+func rlimits(maxNOFILE uint64) []specs.POSIXRlimit {
+	if maxNOFILE == 0 {
+		return nil
+	}
+	hard := min(524288, maxNOFILE)
+	return []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: min(1024, hard), Hard: hard}}
 }
 
 func ptr[T any](v T) *T { return &v }
