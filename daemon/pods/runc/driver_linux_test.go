@@ -24,6 +24,7 @@ import (
 	"github.com/plinth/plinth/daemon/pods/bundle"
 	"github.com/plinth/plinth/daemon/pods/crilog"
 	"github.com/plinth/plinth/daemon/pods/podtest"
+	"github.com/plinth/plinth/daemon/pods/sandbox"
 	"github.com/plinth/plinth/internal/kerneltest"
 	"github.com/plinth/plinth/kernel/cgroup/cgrouptest"
 )
@@ -66,6 +67,10 @@ func (e *testEnv) newDriver() *Driver {
 
 // container writes a bundle for a one-container pod and returns its ID and log path.
 func (e *testEnv) container(name string, c corev1.Container) (id, logPath string) {
+	return e.containerIn(name, c, bundle.Sandbox{NetNSPath: e.netns.Path, Hostname: "p-" + name})
+}
+
+func (e *testEnv) containerIn(name string, c corev1.Container, sb bundle.Sandbox) (id, logPath string) {
 	t := e.t
 	c.Name, c.Image = name, "busybox"
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + name, Namespace: "test", UID: types.UID("uid-" + name)},
@@ -92,7 +97,7 @@ func (e *testEnv) container(name string, c corev1.Container) (id, logPath string
 	spec, err := bundle.Build(bundle.Input{
 		MaxNOFILE: limits.MaxNOFILE, MinOOMScoreAdj: limits.MinOOMScoreAdj,
 		Pod: pod, Container: &pod.Spec.Containers[0], ContainerID: id, Users: users,
-		RootfsPath: "rootfs", Sandbox: bundle.Sandbox{NetNSPath: e.netns.Path, Hostname: pod.Name},
+		RootfsPath: "rootfs", Sandbox: sb,
 		TerminationLogPath: term, CgroupParent: e.cgroups + "/pod" + string(pod.UID),
 	})
 	if err != nil {
@@ -115,7 +120,19 @@ func (e *testEnv) container(name string, c corev1.Container) (id, logPath string
 }
 
 func (e *testEnv) run(name string, c corev1.Container) (id, logPath string) {
-	id, logPath = e.container(name, c)
+	return e.start(name)(e.container(name, c))
+}
+
+// start returns a function that creates and starts the container whose bundle
+// container or containerIn wrote.
+func (e *testEnv) start(name string) func(id, logPath string) (string, string) {
+	return func(id, logPath string) (string, string) {
+		e.createAndStart(name, id, logPath)
+		return id, logPath
+	}
+}
+
+func (e *testEnv) createAndStart(name, id, logPath string) {
 	ctx := context.Background()
 	if _, err := e.d.Create(ctx, CreateOptions{ID: id, Bundle: filepath.Join(e.dir, "pods", name), LogPath: logPath}); err != nil {
 		e.t.Fatalf("create: %v", err)
@@ -123,7 +140,6 @@ func (e *testEnv) run(name string, c corev1.Container) (id, logPath string) {
 	if err := e.d.Start(ctx, id); err != nil {
 		e.t.Fatalf("start: %v", err)
 	}
-	return id, logPath
 }
 
 func (e *testEnv) wait(id string, within time.Duration) ExitStatus {
@@ -299,6 +315,39 @@ func TestWaitHonoursContext(t *testing.T) {
 	}
 	if st := e.wait(id, 30*time.Second); st.Signal != int(unix.SIGKILL) {
 		t.Errorf("exit after SIGKILL = %+v", st)
+	}
+}
+
+func TestPodContainersShareSandboxNamespaces(t *testing.T) {
+	e := newTestEnv(t)
+	sb, err := sandbox.Create(sandbox.Options{Dir: filepath.Join(e.dir, "sandbox"), Hostname: "shared-pod",
+		NetNSPath: e.netns.Path, Hosts: []byte("127.0.0.1 localhost\n"), ResolvConf: []byte("nameserver 10.96.0.10\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sandbox.Remove(filepath.Join(e.dir, "sandbox")); err != nil {
+			t.Error(err)
+		}
+	})
+	show := `echo "$(hostname) $(readlink /proc/self/ns/ipc) $(readlink /proc/self/ns/uts) $(cat /etc/resolv.conf)"`
+	a, aLog := e.start("a")(e.containerIn("a", corev1.Container{Command: []string{"sh", "-c", show}}, sb))
+	e.wait(a, 30*time.Second)
+	b, bLog := e.start("b")(e.containerIn("b", corev1.Container{Command: []string{"sh", "-c", show}}, sb))
+	e.wait(b, 30*time.Second)
+	aRecs, bRecs := readLog(t, aLog), readLog(t, bLog)
+	if len(aRecs) != 1 || len(bRecs) != 1 {
+		t.Fatalf("logs: a %+v, b %+v", aRecs, bRecs)
+	}
+	if aRecs[0].Content != bRecs[0].Content || !strings.HasPrefix(aRecs[0].Content, "shared-pod ipc:[") || !strings.HasSuffix(aRecs[0].Content, "nameserver 10.96.0.10") {
+		t.Errorf("containers of one pod see %q and %q, want the same hostname, IPC and UTS namespaces and resolv.conf", aRecs[0].Content, bRecs[0].Content)
+	}
+	hostIPC, err := os.Readlink("/proc/self/ns/ipc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(aRecs[0].Content, hostIPC) {
+		t.Errorf("the pod's containers share the node's IPC namespace %s", hostIPC)
 	}
 }
 
