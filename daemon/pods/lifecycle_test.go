@@ -69,7 +69,7 @@ func TestPlanRunsInitContainersInOrderThenApps(t *testing.T) {
 	}
 	exit := func(name string, code int) {
 		clk.Step(time.Second)
-		st.Container(name).RecordExit(clk.Now(), code, 0, false, false, "")
+		st.Container(name).RecordExit(Exit{FinishedAt: clk.Now(), ExitCode: code, Signal: 0, OOMKilled: false, Unknown: false}, clk.Now())
 	}
 	step("start i1")
 	run("i1")
@@ -103,7 +103,7 @@ func TestPlanRestartPolicies(t *testing.T) {
 		pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: tc.policy, Containers: []corev1.Container{{Name: "c"}}}}
 		st := &PodState{}
 		st.Container("c").RecordStart(Run{ID: "1", State: Running, StartedAt: t0})
-		st.Container("c").RecordExit(t0.Add(time.Second), tc.code, 0, false, false, "")
+		st.Container("c").RecordExit(Exit{FinishedAt: t0.Add(time.Second), ExitCode: tc.code, Signal: 0, OOMKilled: false, Unknown: false}, t0.Add(time.Second))
 		got, _ := Plan(pod, st, t0.Add(time.Hour))
 		if (len(got) == 1) != tc.restart {
 			t.Errorf("%s exit %d: actions %v, want restart %v", tc.policy, tc.code, starts(got), tc.restart)
@@ -150,7 +150,7 @@ func TestStatusThroughALifecycle(t *testing.T) {
 	}
 	for _, n := range []string{"i1", "i2"} {
 		st.Container(n).RecordStart(Run{ID: n, State: Running, StartedAt: now})
-		st.Container(n).RecordExit(now, 0, 0, false, false, "")
+		st.Container(n).RecordExit(Exit{FinishedAt: now, ExitCode: 0, Signal: 0, OOMKilled: false, Unknown: false}, now)
 	}
 	for _, n := range []string{"app", "side"} {
 		st.Container(n).RecordStart(Run{ID: n, State: Running, StartedAt: now, ImageID: "sha256:abc"})
@@ -177,7 +177,7 @@ func TestStatusThroughALifecycle(t *testing.T) {
 	}
 
 	// The app container is OOM-killed: lastState says so and the restart waits.
-	st.Container("app").RecordExit(now, 137, 9, true, false, "")
+	st.Container("app").RecordExit(Exit{FinishedAt: now, ExitCode: 137, Signal: 9, OOMKilled: true, Unknown: false}, now)
 	s = ComputeStatus(pod, st, &s, now.Add(time.Second))
 	cs := s.ContainerStatuses[0]
 	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || !strings.Contains(cs.State.Waiting.Message, "back-off 10s restarting failed container=app pod=p_ns(u1)") {
@@ -213,7 +213,7 @@ func TestStatusPhases(t *testing.T) {
 		st := &PodState{}
 		for i, n := range []string{"a", "b"} {
 			st.Container(n).RecordStart(Run{ID: n, State: Running, StartedAt: t0})
-			st.Container(n).RecordExit(t0.Add(time.Second), tc.codes[i], 0, false, false, "")
+			st.Container(n).RecordExit(Exit{FinishedAt: t0.Add(time.Second), ExitCode: tc.codes[i], Signal: 0, OOMKilled: false, Unknown: false}, t0.Add(time.Second))
 		}
 		s := ComputeStatus(pod, st, nil, t0.Add(2*time.Second))
 		if s.Phase != tc.want {
@@ -230,7 +230,7 @@ func TestStatusPhases(t *testing.T) {
 	pod := twoInitOneApp(corev1.RestartPolicyNever)
 	st := &PodState{}
 	st.Container("i1").RecordStart(Run{ID: "i1", State: Running, StartedAt: t0})
-	st.Container("i1").RecordExit(t0, 3, 0, false, false, "")
+	st.Container("i1").RecordExit(Exit{FinishedAt: t0, ExitCode: 3, Signal: 0, OOMKilled: false, Unknown: false}, t0)
 	if s := ComputeStatus(pod, st, nil, t0); s.Phase != corev1.PodFailed || s.InitContainerStatuses[0].State.Terminated.Reason != "Error" {
 		t.Errorf("failed init under Never: phase %s, %+v", s.Phase, s.InitContainerStatuses[0].State)
 	}

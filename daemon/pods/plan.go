@@ -47,7 +47,7 @@ type Action struct {
 // restart by policy: Always after any exit, OnFailure after a non-zero one, never with
 // Never; every restart waits out the container's backoff.
 func Plan(pod *corev1.Pod, st *PodState, now time.Time) (actions []Action, wake time.Time) {
-	if pod.DeletionTimestamp != nil {
+	if pod.DeletionTimestamp != nil || st.Terminating {
 		return nil, time.Time{}
 	}
 	earliest := func(t time.Time) {
@@ -68,10 +68,11 @@ func Plan(pod *corev1.Pod, st *PodState, now time.Time) (actions []Action, wake 
 			return []Action{{Kind: StartContainer, Container: c.Name, Init: true, Reason: "first start"}}, wake
 		case cs.Current.State != Exited:
 			return nil, wake // running (or created): wait for it
-		case cs.Current.ExitCode == 0 && !cs.Current.Unknown:
-			continue
-		case policy == corev1.RestartPolicyNever:
-			return nil, time.Time{} // the pod has failed
+		case !shouldRestartInit(policy, cs.Current):
+			if cs.Current.ExitCode == 0 && !cs.Current.Unknown {
+				continue
+			}
+			return nil, time.Time{} // failed under Never: the pod has failed
 		case !cs.Backoff.Ready(now):
 			earliest(cs.Backoff.Until)
 			return nil, wake
@@ -101,6 +102,12 @@ func Plan(pod *corev1.Pod, st *PodState, now time.Time) (actions []Action, wake 
 		}
 	}
 	return actions, wake
+}
+
+// shouldRestartInit tells whether an init container's ended run is to be retried: a
+// failure is, unless the policy is Never; a success never is.
+func shouldRestartInit(policy corev1.RestartPolicy, r *Run) bool {
+	return policy != corev1.RestartPolicyNever && (r.ExitCode != 0 || r.Unknown)
 }
 
 func shouldRestart(policy corev1.RestartPolicy, r *Run) bool {

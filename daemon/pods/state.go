@@ -64,6 +64,9 @@ type PodState struct {
 	HostIPs []string
 	// StartTime is when the node accepted the pod.
 	StartTime time.Time
+	// Terminating is set once the pod is being stopped for good: nothing restarts, and
+	// the status shows the containers' final states.
+	Terminating bool
 }
 
 // Container returns the state of name, creating an empty one.
@@ -92,13 +95,23 @@ func (c *ContainerState) RecordStart(r Run) {
 	c.Ready, c.Started, c.LivenessFailed = false, false, false
 }
 
-// RecordExit records how the current run ended and advances the crash-loop backoff.
-func (c *ContainerState) RecordExit(finished time.Time, exitCode, signal int, oomKilled, unknown bool, message string) {
+// Exit is how a run ended, as the runtime reported it.
+type Exit struct {
+	FinishedAt         time.Time
+	ExitCode, Signal   int
+	OOMKilled, Unknown bool
+	Message            string
+}
+
+// RecordExit records how the current run ended, observed at now, and advances the
+// crash-loop backoff. The backoff counts from now on the lifecycle's clock (the
+// runtime's FinishedAt comes from another process's clock).
+func (c *ContainerState) RecordExit(e Exit, now time.Time) {
 	if c.Current == nil {
 		return
 	}
 	r := c.Current
-	r.State, r.FinishedAt, r.ExitCode, r.Signal, r.OOMKilled, r.Unknown, r.Message = Exited, finished, exitCode, signal, oomKilled, unknown, message
+	r.State, r.FinishedAt, r.ExitCode, r.Signal, r.OOMKilled, r.Unknown, r.Message = Exited, e.FinishedAt, e.ExitCode, e.Signal, e.OOMKilled, e.Unknown, e.Message
 	c.Ready, c.LivenessFailed = false, false
-	c.Backoff.Failed(r.StartedAt, finished)
+	c.Backoff.Failed(r.StartedAt, now)
 }

@@ -39,17 +39,21 @@ func ComputeStatus(pod *corev1.Pod, st *PodState, prev *corev1.PodStatus, now ti
 		s.StartTime = &t
 	}
 
+	policy := pod.Spec.RestartPolicy
+	if st.Terminating {
+		policy = corev1.RestartPolicyNever // nothing restarts any more
+	}
 	initDone, initFailed := true, false
 	var initPending []string
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := st.Container(c.Name)
-		status := containerStatus(pod, c, cs, now, initDone)
+		status := containerStatus(pod, c, cs, now, initDone, policy, true)
 		status.Ready = cs.Current != nil && cs.Current.State == Exited && cs.Current.ExitCode == 0 && !cs.Current.Unknown
 		s.InitContainerStatuses = append(s.InitContainerStatuses, status)
 		if !status.Ready {
 			if initDone {
-				initFailed = cs.Current != nil && cs.Current.State == Exited && pod.Spec.RestartPolicy == corev1.RestartPolicyNever
+				initFailed = cs.Current != nil && cs.Current.State == Exited && policy == corev1.RestartPolicyNever
 			}
 			initDone = false
 			initPending = append(initPending, c.Name)
@@ -60,7 +64,7 @@ func ComputeStatus(pod *corev1.Pod, st *PodState, prev *corev1.PodStatus, now ti
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := st.Container(c.Name)
-		status := containerStatus(pod, c, cs, now, initDone)
+		status := containerStatus(pod, c, cs, now, initDone, policy, false)
 		s.ContainerStatuses = append(s.ContainerStatuses, status)
 		if !status.Ready {
 			unready = append(unready, c.Name)
@@ -88,7 +92,7 @@ func ComputeStatus(pod *corev1.Pod, st *PodState, prev *corev1.PodStatus, now ti
 	case running > 0:
 		s.Phase = corev1.PodRunning
 	case stopped > 0:
-		switch pod.Spec.RestartPolicy {
+		switch policy {
 		case corev1.RestartPolicyNever:
 			s.Phase = corev1.PodSucceeded
 			if succeeded < stopped {
@@ -175,7 +179,7 @@ func condition(prev *corev1.PodStatus, t corev1.PodConditionType, ok bool, reaso
 
 // containerStatus is one container's status; initDone tells an app container still
 // waiting for init containers (PodInitializing) from one being created.
-func containerStatus(pod *corev1.Pod, c *corev1.Container, cs *ContainerState, now time.Time, initDone bool) corev1.ContainerStatus {
+func containerStatus(pod *corev1.Pod, c *corev1.Container, cs *ContainerState, now time.Time, initDone bool, policy corev1.RestartPolicy, init bool) corev1.ContainerStatus {
 	s := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: int32(cs.Restarts)}
 	started := false
 	if r := cs.Current; r != nil {
@@ -191,7 +195,11 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, cs *ContainerState, n
 		default:
 			s.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 		}
-		if r.State == Exited && shouldRestart(pod.Spec.RestartPolicy, r) {
+		restarts := shouldRestart(policy, r)
+		if init {
+			restarts = shouldRestartInit(policy, r)
+		}
+		if r.State == Exited && restarts {
 			// Waiting for its restart: the run that ended becomes lastState.
 			s.LastTerminationState.Terminated = s.State.Terminated
 			s.State = corev1.ContainerState{Waiting: waitingForRestart(pod, c, cs, now)}

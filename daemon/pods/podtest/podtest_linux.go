@@ -34,7 +34,7 @@ var Busybox = kerneltest.Feature{Name: "busybox-static", Probe: func() error {
 
 // busyboxApplets are linked in the root filesystem's /bin.
 var busyboxApplets = []string{"sh", "echo", "cat", "sleep", "true", "false", "ls", "mkdir", "id",
-	"dd", "head", "hostname", "ps", "kill", "wc", "env", "pwd", "touch", "rm", "yes", "grep", "nc", "wget", "stat", "readlink"}
+	"dd", "head", "hostname", "ps", "kill", "wc", "env", "pwd", "touch", "rm", "yes", "grep", "nc", "wget", "stat", "readlink", "test", "[", "httpd"}
 
 // BusyboxRootfs builds a minimal root filesystem at dir: /bin/busybox with its applets,
 // /etc/passwd and /etc/group with root and a user "app" (1000:1000), and the empty

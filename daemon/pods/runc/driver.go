@@ -33,6 +33,16 @@ type Config struct {
 	ShimCommand []string
 }
 
+// CreateOptions describe a container to create.
+type CreateOptions struct {
+	ID string
+	// Bundle is the OCI bundle directory (config.json and the root filesystem).
+	Bundle string
+	// LogPath is the CRI log file the container's output is appended to.
+	LogPath string
+	Labels  map[string]string
+}
+
 // ErrNotFound means the driver has no checkpoint for the container.
 var ErrNotFound = errors.New("container not found")
 

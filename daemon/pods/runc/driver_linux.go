@@ -63,16 +63,6 @@ func New(cfg Config, clk clock.Clock) (*Driver, error) {
 	return &Driver{cfg: cfg, clock: clk, host: host}, nil
 }
 
-// CreateOptions describe a container to create.
-type CreateOptions struct {
-	ID string
-	// Bundle is the OCI bundle directory (config.json and the root filesystem).
-	Bundle string
-	// LogPath is the CRI log file the container's output is appended to.
-	LogPath string
-	Labels  map[string]string
-}
-
 // shimReadyTimeout bounds `runc create` as seen from plinthd.
 const shimReadyTimeout = 60 * time.Second
 

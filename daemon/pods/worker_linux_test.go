@@ -1,0 +1,250 @@
+//go:build linux
+
+package pods
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/plinth/plinth/daemon/pods/bundle"
+	"github.com/plinth/plinth/daemon/pods/podcgroup"
+	"github.com/plinth/plinth/daemon/pods/podtest"
+	"github.com/plinth/plinth/daemon/pods/runc"
+	"github.com/plinth/plinth/daemon/pods/shim"
+	"github.com/plinth/plinth/internal/kerneltest"
+	"github.com/plinth/plinth/kernel/cgroup"
+	"github.com/plinth/plinth/kernel/cgroup/cgrouptest"
+)
+
+const testShimEnv = "PLINTH_PODS_TEST_SHIM"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(testShimEnv) == "1" {
+		i := slices.Index(os.Args, "--")
+		os.Exit(shim.Main(os.Args[i+1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// busyboxImages is an ImageService whose every image is a busybox root filesystem.
+type busyboxImages struct{ t *testing.T }
+
+func (b busyboxImages) EnsureImage(context.Context, ImageRequest) (Image, error) {
+	return Image{ID: "sha256:busybox", Config: bundle.ImageConfig{Cmd: []string{"sh"}, Env: []string{"PATH=/bin"}}}, nil
+}
+func (b busyboxImages) PrepareRootfs(_ context.Context, _, dir string) error {
+	podtest.BusyboxRootfs(b.t, dir)
+	return nil
+}
+func (b busyboxImages) ReleaseRootfs(context.Context, string) error { return nil }
+
+// netnsNetwork gives every pod the test's network namespace.
+type netnsNetwork struct{ path string }
+
+func (n netnsNetwork) Setup(context.Context, *corev1.Pod) (PodNetworkStatus, error) {
+	return PodNetworkStatus{NetNSPath: n.path, IPs: []string{"10.88.0.2"}}, nil
+}
+func (n netnsNetwork) Teardown(context.Context, *corev1.Pod) error { return nil }
+
+type statusLog struct {
+	mu   sync.Mutex
+	last corev1.PodStatus
+	n    int
+}
+
+func (s *statusLog) report(_ *corev1.Pod, st corev1.PodStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last, s.n = st, s.n+1
+}
+
+func (s *statusLog) get() corev1.PodStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.last.DeepCopy()
+}
+
+type workerEnv struct {
+	cfg    *WorkerConfig
+	clk    *clocktesting.FakeClock
+	status *statusLog
+}
+
+func newWorkerEnv(t *testing.T) *workerEnv {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.Runc, cgrouptest.Cgroups, podtest.Busybox)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	parent := podtest.CgroupParent(t)
+	ns := kerneltest.NewNetNS(t)
+	d, err := runc.New(runc.Config{Root: filepath.Join(dir, "runc"), StateDir: filepath.Join(dir, "checkpoints"),
+		ShimCommand: []string{"/usr/bin/env", testShimEnv + "=1", exe, "-test.run=^$", "--"}}, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits, err := runc.RuntimeLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := cgroup.DetectHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &workerEnv{clk: clocktesting.NewFakeClock(time.Now()), status: &statusLog{}}
+	e.cfg = &WorkerConfig{
+		Runtime: d, Images: busyboxImages{t}, Network: netnsNetwork{ns.Path}, Cgroups: podcgroup.Manager{Parent: parent},
+		CgroupParent: parent, PodsDir: filepath.Join(dir, "pods"), LogsDir: filepath.Join(dir, "logs"),
+		SandboxDir: filepath.Join(dir, "run"), ResolvConf: []byte("nameserver 10.96.0.10\n"), ClusterDomain: "cluster.local",
+		HostIPs: []string{"192.168.0.2"}, NodeMemoryBytes: 1 << 30, NodeMilliCPU: 2000, PodPidsLimit: 100,
+		Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified, Prober: Prober{Exec: d, UserAgent: "kube-probe/test"},
+		Clock: e.clk, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Report: e.status.report,
+	}
+	return e
+}
+
+// run starts a worker for pod and returns a function that stops Run and terminates the
+// pod (also registered as cleanup).
+func (e *workerEnv) run(t *testing.T, pod *corev1.Pod) (*PodWorker, func()) {
+	w := NewPodWorker(e.cfg, pod)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+			if err := w.Terminate(context.Background()); err != nil {
+				t.Errorf("Terminate: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return w, stop
+}
+
+// until steps the fake clock by step and polls the reported status until ok, for 20 s
+// of real time at most.
+func (e *workerEnv) until(t *testing.T, step time.Duration, what string, ok func(corev1.PodStatus) bool) corev1.PodStatus {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := e.status.get(); ok(s) {
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+		e.clk.Step(step)
+	}
+	t.Fatalf("%s: not reached after 20s; last status %+v", what, e.status.get())
+	return corev1.PodStatus{}
+}
+
+func condTrue(s corev1.PodStatus, c corev1.PodConditionType) bool {
+	for _, x := range s.Conditions {
+		if x.Type == c {
+			return x.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func TestWorkerRunsInitThenAppUntilReadyAndTerminates(t *testing.T) {
+	e := newWorkerEnv(t)
+	grace := int64(1)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: types.UID("11111111-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+			InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Command: []string{"sh", "-c", "echo init-ran > /data/init"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Containers: []corev1.Container{{Name: "app", Image: "busybox",
+				Command:        []string{"sh", "-c", "cat /data/init; touch /tmp/ready; exec sleep 1000"},
+				VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}, PeriodSeconds: 1}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
+	_, stop := e.run(t, pod)
+	s := e.until(t, time.Second, "Ready", func(s corev1.PodStatus) bool { return condTrue(s, corev1.PodReady) })
+	if s.Phase != corev1.PodRunning || s.PodIP != "10.88.0.2" || s.InitContainerStatuses[0].State.Terminated == nil ||
+		s.InitContainerStatuses[0].State.Terminated.Reason != "Completed" || !s.ContainerStatuses[0].Ready {
+		t.Errorf("ready pod status: %+v", s)
+	}
+	logDir := filepath.Join(e.cfg.LogsDir, "ns_web_"+string(pod.UID), "app")
+	b, err := os.ReadFile(filepath.Join(logDir, "0.log"))
+	if err != nil || !contains(string(b), " stdout F init-ran") {
+		t.Errorf("app log = %q, %v; want the init container's file from the shared emptyDir", b, err)
+	}
+	start := time.Now()
+	stop()
+	// sleep as PID 1 ignores SIGTERM: SIGKILL comes after the 1 s grace period.
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("terminate took %v, less than the grace period", took)
+	}
+	final := e.status.get()
+	if term := final.ContainerStatuses[0].State.Terminated; term == nil || term.Signal != 9 {
+		t.Errorf("terminated app: %+v", final.ContainerStatuses[0].State)
+	}
+	cg, _ := podcgroup.Path(e.cfg.CgroupParent, string(pod.UID))
+	if dir, err := (cgroup.Host{Mode: cgroup.Hybrid, Root: cgroup.DefaultRoot}).Dir("memory", cg); err == nil {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("pod cgroup %s remains after Terminate", dir)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.PodsDir, string(pod.UID))); !os.IsNotExist(err) {
+		t.Errorf("pod directory remains after Terminate: %v", err)
+	}
+}
+
+func TestWorkerCrashLoopBacksOffAndRestarts(t *testing.T) {
+	e := newWorkerEnv(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: "ns", UID: types.UID("66666666-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sh", "-c", "echo crashing; exit 2"}}}}}
+	e.run(t, pod)
+	// Without stepping the clock the container crashes once and waits out 10 s.
+	s := e.until(t, 0, "CrashLoopBackOff", func(s corev1.PodStatus) bool {
+		w := s.ContainerStatuses
+		return len(w) == 1 && w[0].State.Waiting != nil && w[0].State.Waiting.Reason == "CrashLoopBackOff"
+	})
+	cs := s.ContainerStatuses[0]
+	if cs.RestartCount != 0 || cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 2 || s.Phase != corev1.PodRunning {
+		t.Errorf("after the first crash: %+v phase %s", cs, s.Phase)
+	}
+	e.clk.Step(InitialBackoff)
+	s = e.until(t, 0, "second crash", func(s corev1.PodStatus) bool {
+		w := s.ContainerStatuses[0]
+		return w.RestartCount == 1 && w.State.Waiting != nil && w.State.Waiting.Reason == "CrashLoopBackOff"
+	})
+	if msg := s.ContainerStatuses[0].State.Waiting.Message; !contains(msg, "back-off 20s") {
+		t.Errorf("second backoff message %q, want 20s", msg)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.LogsDir, "ns_crash_"+string(pod.UID), "c", "1.log")); err != nil {
+		t.Errorf("no log file for the restart: %v", err)
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
