@@ -183,7 +183,9 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, cs *ContainerState, n
 	s := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: int32(cs.Restarts)}
 	started := false
 	if r := cs.Current; r != nil {
-		s.ContainerID = ContainerIDPrefix + r.ID
+		if r.ID != "" {
+			s.ContainerID = ContainerIDPrefix + r.ID
+		}
 		s.ImageID = r.ImageID
 		switch r.State {
 		case Running:
@@ -222,7 +224,10 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, cs *ContainerState, n
 
 func terminated(r *Run) *corev1.ContainerStateTerminated {
 	t := &corev1.ContainerStateTerminated{ExitCode: int32(r.ExitCode), Signal: int32(r.Signal), Message: r.Message,
-		StartedAt: metav1.NewTime(r.StartedAt), FinishedAt: metav1.NewTime(r.FinishedAt), ContainerID: ContainerIDPrefix + r.ID}
+		StartedAt: metav1.NewTime(r.StartedAt), FinishedAt: metav1.NewTime(r.FinishedAt)}
+	if r.ID != "" {
+		t.ContainerID = ContainerIDPrefix + r.ID
+	}
 	switch {
 	case r.Unknown:
 		t.Reason = "ContainerStatusUnknown"

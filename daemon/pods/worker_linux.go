@@ -34,6 +34,9 @@ type ContainerRuntime interface {
 	Wait(ctx context.Context, id string) (runc.ExitStatus, error)
 	Stop(ctx context.Context, id string, sig unix.Signal, grace time.Duration) (runc.ExitStatus, error)
 	Delete(ctx context.Context, id string) error
+	// List returns the checkpoints of every container the runtime knows, so a new
+	// plinthd adopts what the previous one started.
+	List() ([]runc.Checkpoint, error)
 	Execer
 }
 
@@ -195,7 +198,79 @@ func (w *PodWorker) setup(ctx context.Context) error {
 		return err
 	}
 	w.sandbox = sb
-	return os.MkdirAll(w.podDir(), 0o700)
+	if err := os.MkdirAll(w.podDir(), 0o700); err != nil {
+		return err
+	}
+	return w.adopt(ctx)
+}
+
+// adopt takes over the pod's containers that a previous plinthd started (found by
+// their checkpoint labels): running ones are watched again, never restarted; the
+// latest run of each container counts, older ones are removed.
+func (w *PodWorker) adopt(ctx context.Context) error {
+	cps, err := w.cfg.Runtime.List()
+	if err != nil {
+		w.cfg.Logger.Warn("list containers to adopt", "err", err)
+	}
+	latest := map[string]runc.Checkpoint{}
+	for _, cp := range cps {
+		if cp.Labels["pod.uid"] != string(w.pod.UID) || w.container(cp.Labels["container.name"]) == nil {
+			continue
+		}
+		name := cp.Labels["container.name"]
+		prev, seen := latest[name]
+		if seen && attemptOf(prev) > attemptOf(cp) {
+			prev, cp = cp, prev
+		}
+		if seen {
+			if err := w.cfg.Runtime.Delete(ctx, prev.ID); err != nil {
+				return err
+			}
+		}
+		latest[name] = cp
+	}
+	adoptedApp := false
+	for name, cp := range latest {
+		cs := w.st.Container(name)
+		cs.Restarts = attemptOf(cp)
+		started := cp.StartedAt
+		if started.IsZero() {
+			started = cp.CreatedAt
+		}
+		cs.Current = &Run{ID: cp.ID, State: Running, StartedAt: started}
+		w.runs[name] = cp.ID
+		if !isInit(w.pod, name) {
+			w.trackProbes(w.container(name), w.cfg.Clock.Now())
+			adoptedApp = true
+		}
+		w.watch(ctx, name, cp.ID)
+		w.cfg.Logger.Info("adopted container", "pod", w.pod.Namespace+"/"+w.pod.Name, "container", name, "id", cp.ID)
+	}
+	if adoptedApp {
+		// App containers run only after every init container succeeded; their runs
+		// were removed when they exited, so record the successes rather than run
+		// them again.
+		for _, c := range w.pod.Spec.InitContainers {
+			if cs := w.st.Container(c.Name); cs.Current == nil {
+				cs.Current = &Run{State: Exited, ExitCode: 0}
+			}
+		}
+	}
+	return nil
+}
+
+func isInit(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func attemptOf(cp runc.Checkpoint) int {
+	n, _ := strconv.Atoi(cp.Labels["container.attempt"])
+	return n
 }
 
 func (w *PodWorker) container(name string) *corev1.Container {
@@ -291,12 +366,25 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	now := w.cfg.Clock.Now()
 	cs.RecordStart(Run{ID: id, ImageID: img.ID, State: Running, StartedAt: now})
 	w.runs[c.Name] = id
+	if !a.Init {
+		w.trackProbes(c, now)
+	}
+	w.watch(ctx, c.Name, id)
+}
+
+// trackProbes starts following c's probes for a run that started at started.
+func (w *PodWorker) trackProbes(c *corev1.Container, started time.Time) {
 	w.probes[c.Name] = map[ProbeKind]*ProbeTracker{}
 	for kind, p := range map[ProbeKind]*corev1.Probe{StartupProbe: c.StartupProbe, LivenessProbe: c.LivenessProbe, ReadinessProbe: c.ReadinessProbe} {
-		if p != nil && !a.Init {
-			w.probes[c.Name][kind] = NewProbeTracker(kind, p, now)
+		if p != nil {
+			w.probes[c.Name][kind] = NewProbeTracker(kind, p, started)
 		}
 	}
+}
+
+// watch waits for the container's exit in a goroutine that Run owns and reports it as
+// an event.
+func (w *PodWorker) watch(ctx context.Context, name, id string) {
 	w.waiters.Add(1)
 	go func() {
 		defer w.waiters.Done()
@@ -305,7 +393,7 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 			return // Run is ending; the container keeps running
 		}
 		select {
-		case w.events <- exitEvent{name: c.Name, id: id, status: st, err: err}:
+		case w.events <- exitEvent{name: name, id: id, status: st, err: err}:
 		case <-ctx.Done():
 		}
 	}()

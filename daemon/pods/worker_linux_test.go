@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,9 +78,10 @@ func (s *statusLog) get() corev1.PodStatus {
 }
 
 type workerEnv struct {
-	cfg    *WorkerConfig
-	clk    *clocktesting.FakeClock
-	status *statusLog
+	runcCfg runc.Config
+	cfg     *WorkerConfig
+	clk     *clocktesting.FakeClock
+	status  *statusLog
 }
 
 func newWorkerEnv(t *testing.T) *workerEnv {
@@ -91,8 +93,9 @@ func newWorkerEnv(t *testing.T) *workerEnv {
 	dir := t.TempDir()
 	parent := podtest.CgroupParent(t)
 	ns := kerneltest.NewNetNS(t)
-	d, err := runc.New(runc.Config{Root: filepath.Join(dir, "runc"), StateDir: filepath.Join(dir, "checkpoints"),
-		ShimCommand: []string{"/usr/bin/env", testShimEnv + "=1", exe, "-test.run=^$", "--"}}, clock.RealClock{})
+	runcCfg := runc.Config{Root: filepath.Join(dir, "runc"), StateDir: filepath.Join(dir, "checkpoints"),
+		ShimCommand: []string{"/usr/bin/env", testShimEnv + "=1", exe, "-test.run=^$", "--"}}
+	d, err := runc.New(runcCfg, clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +107,7 @@ func newWorkerEnv(t *testing.T) *workerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &workerEnv{clk: clocktesting.NewFakeClock(time.Now()), status: &statusLog{}}
+	e := &workerEnv{runcCfg: runcCfg, clk: clocktesting.NewFakeClock(time.Now()), status: &statusLog{}}
 	e.cfg = &WorkerConfig{
 		Runtime: d, Images: busyboxImages{t}, Network: netnsNetwork{ns.Path}, Cgroups: podcgroup.Manager{Parent: parent},
 		CgroupParent: parent, PodsDir: filepath.Join(dir, "pods"), LogsDir: filepath.Join(dir, "logs"),
@@ -120,17 +123,11 @@ func newWorkerEnv(t *testing.T) *workerEnv {
 // run starts a worker for pod and returns a function that stops Run and terminates the
 // pod (also registered as cleanup).
 func (e *workerEnv) run(t *testing.T, pod *corev1.Pod) (*PodWorker, func()) {
-	w := NewPodWorker(e.cfg, pod)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	w, halt := e.runOnly(t, pod)
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
+			halt()
 			if err := w.Terminate(context.Background()); err != nil {
 				t.Errorf("Terminate: %v", err)
 			}
@@ -138,6 +135,26 @@ func (e *workerEnv) run(t *testing.T, pod *corev1.Pod) (*PodWorker, func()) {
 	}
 	t.Cleanup(stop)
 	return w, stop
+}
+
+// runOnly starts a worker and returns a function that stops Run only, leaving the
+// containers running as a plinthd shutdown does.
+func (e *workerEnv) runOnly(t *testing.T, pod *corev1.Pod) (*PodWorker, func()) {
+	w := NewPodWorker(e.cfg, pod)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	halt := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(halt)
+	return w, halt
 }
 
 // until steps the fake clock by step and polls the reported status until ok, for 20 s
@@ -185,7 +202,7 @@ func TestWorkerRunsInitThenAppUntilReadyAndTerminates(t *testing.T) {
 	}
 	logDir := filepath.Join(e.cfg.LogsDir, "ns_web_"+string(pod.UID), "app")
 	b, err := os.ReadFile(filepath.Join(logDir, "0.log"))
-	if err != nil || !contains(string(b), " stdout F init-ran") {
+	if err != nil || !strings.Contains(string(b), " stdout F init-ran") {
 		t.Errorf("app log = %q, %v; want the init container's file from the shared emptyDir", b, err)
 	}
 	start := time.Now()
@@ -228,7 +245,7 @@ func TestWorkerCrashLoopBacksOffAndRestarts(t *testing.T) {
 		w := s.ContainerStatuses[0]
 		return w.RestartCount == 1 && w.State.Waiting != nil && w.State.Waiting.Reason == "CrashLoopBackOff"
 	})
-	if msg := s.ContainerStatuses[0].State.Waiting.Message; !contains(msg, "back-off 20s") {
+	if msg := s.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, "back-off 20s") {
 		t.Errorf("second backoff message %q, want 20s", msg)
 	}
 	if _, err := os.Stat(filepath.Join(e.cfg.LogsDir, "ns_crash_"+string(pod.UID), "c", "1.log")); err != nil {
@@ -236,15 +253,46 @@ func TestWorkerCrashLoopBacksOffAndRestarts(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
+func TestWorkerAdoptsContainersAfterRestart(t *testing.T) {
+	e := newWorkerEnv(t)
+	grace := int64(0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: "ns", UID: types.UID("77777777-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+			InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Command: []string{"true"}}},
+			Containers:     []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "1000"}}}}}
+	_, halt := e.runOnly(t, pod)
+	running := func(s corev1.PodStatus) bool {
+		return len(s.ContainerStatuses) == 1 && s.ContainerStatuses[0].State.Running != nil
 	}
-	return -1
+	before := e.until(t, 0, "Running", running)
+	id := strings.TrimPrefix(before.ContainerStatuses[0].ContainerID, ContainerIDPrefix)
+	d := e.cfg.Runtime.(*runc.Driver)
+	st, err := d.State(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	halt() // plinthd stops; the container must not
+
+	// A new plinthd: a new driver over the same state, a new worker for the same pod.
+	d2, err := runc.New(e.runcCfg, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.Runtime = d2
+	e.cfg.Prober.Exec = d2
+	e.status = &statusLog{}
+	e.cfg.Report = e.status.report
+	_, stop := e.run(t, pod)
+	after := e.until(t, 0, "Running again", running)
+	if got := after.ContainerStatuses[0]; got.ContainerID != before.ContainerStatuses[0].ContainerID || got.RestartCount != 0 {
+		t.Errorf("after the restart the app is %s with %d restarts, want %s with 0", got.ContainerID, got.RestartCount, before.ContainerStatuses[0].ContainerID)
+	}
+	if is := after.InitContainerStatuses[0]; is.State.Terminated == nil || is.State.Terminated.Reason != "Completed" {
+		t.Errorf("init container after the restart: %+v (it must not run again)", is.State)
+	}
+	st2, err := d2.State(context.Background(), id)
+	if err != nil || st2.Pid != st.Pid || st2.Status != "running" {
+		t.Errorf("after the restart the container is %+v, %v; want still running as pid %d", st2, err, st.Pid)
+	}
+	stop()
 }
