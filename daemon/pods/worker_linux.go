@@ -84,8 +84,10 @@ type PodWorker struct {
 	waiters sync.WaitGroup
 
 	// runs maps container name to its current run's runtime ID while it exists.
-	runs   map[string]string
-	probes map[string]map[ProbeKind]*ProbeTracker
+	runs map[string]string
+	// stopSignals holds each current run's image STOPSIGNAL.
+	stopSignals map[string]unix.Signal
+	probes      map[string]map[ProbeKind]*ProbeTracker
 }
 
 type exitEvent struct {
@@ -97,7 +99,7 @@ type exitEvent struct {
 // NewPodWorker returns a worker for pod; Run starts it.
 func NewPodWorker(cfg *WorkerConfig, pod *corev1.Pod) *PodWorker {
 	return &PodWorker{cfg: cfg, pod: pod.DeepCopy(), events: make(chan exitEvent, 16),
-		runs: map[string]string{}, probes: map[string]map[ProbeKind]*ProbeTracker{}}
+		runs: map[string]string{}, stopSignals: map[string]unix.Signal{}, probes: map[string]map[ProbeKind]*ProbeTracker{}}
 }
 
 // Status is the status last reported (nil before the first).
@@ -311,6 +313,11 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.fail(c.Name, reason, err)
 		return
 	}
+	stopSignal, err := ParseStopSignal(img.StopSignal)
+	if err != nil {
+		w.fail(c.Name, "CreateContainerError", fmt.Errorf("image %s: %w", c.Image, err))
+		return
+	}
 	var seccomp *specs.LinuxSeccomp
 	if w.cfg.Seccomp != nil {
 		if seccomp, err = w.cfg.Seccomp.Resolve(w.pod, c); err != nil {
@@ -366,6 +373,7 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	now := w.cfg.Clock.Now()
 	cs.RecordStart(Run{ID: id, ImageID: img.ID, State: Running, StartedAt: now})
 	w.runs[c.Name] = id
+	w.stopSignals[c.Name] = stopSignal
 	if !a.Init {
 		w.trackProbes(c, now)
 	}
@@ -535,14 +543,23 @@ func (w *PodWorker) killContainer(ctx context.Context, name string) {
 		return
 	}
 	w.st.Container(name).LivenessFailed = false
-	grace := GracePeriod(w.pod)
+	grace, sig := GracePeriod(w.pod), w.stopSignal(name)
 	w.waiters.Add(1)
 	go func() {
 		defer w.waiters.Done()
-		if _, err := w.cfg.Runtime.Stop(ctx, id, unix.SIGTERM, grace); err != nil && ctx.Err() == nil {
+		if _, err := w.cfg.Runtime.Stop(ctx, id, sig, grace); err != nil && ctx.Err() == nil {
 			w.cfg.Logger.Warn("kill container", "id", id, "err", err)
 		}
 	}()
+}
+
+// stopSignal is the signal that asks the container's current run to stop: its image's
+// STOPSIGNAL, SIGTERM for adopted runs (the image is not looked up again).
+func (w *PodWorker) stopSignal(name string) unix.Signal {
+	if sig, ok := w.stopSignals[name]; ok {
+		return sig
+	}
+	return unix.SIGTERM
 }
 
 // runProbes runs the probes that are due and returns when the next one is.
@@ -619,10 +636,11 @@ func (w *PodWorker) Terminate(ctx context.Context) error {
 	var mu sync.Mutex
 	var errs []error
 	for name, id := range w.runs {
+		sig := w.stopSignal(name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := w.cfg.Runtime.Stop(ctx, id, unix.SIGTERM, grace)
+			st, err := w.cfg.Runtime.Stop(ctx, id, sig, grace)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
