@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -71,6 +72,10 @@ func (e *testEnv) container(name string, c corev1.Container) (id, logPath string
 }
 
 func (e *testEnv) containerIn(name string, c corev1.Container, sb bundle.Sandbox) (id, logPath string) {
+	return e.containerWith(name, c, sb, nil)
+}
+
+func (e *testEnv) containerWith(name string, c corev1.Container, sb bundle.Sandbox, seccomp *specs.LinuxSeccomp) (id, logPath string) {
 	t := e.t
 	c.Name, c.Image = name, "busybox"
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + name, Namespace: "test", UID: types.UID("uid-" + name)},
@@ -97,7 +102,7 @@ func (e *testEnv) containerIn(name string, c corev1.Container, sb bundle.Sandbox
 	spec, err := bundle.Build(bundle.Input{
 		MaxNOFILE: limits.MaxNOFILE, MinOOMScoreAdj: limits.MinOOMScoreAdj,
 		Pod: pod, Container: &pod.Spec.Containers[0], ContainerID: id, Users: users,
-		RootfsPath: "rootfs", Sandbox: sb,
+		RootfsPath: "rootfs", Sandbox: sb, Seccomp: seccomp,
 		TerminationLogPath: term, CgroupParent: e.cgroups + "/pod" + string(pod.UID),
 	})
 	if err != nil {
@@ -348,6 +353,30 @@ func TestPodContainersShareSandboxNamespaces(t *testing.T) {
 	}
 	if strings.Contains(aRecs[0].Content, hostIPC) {
 		t.Errorf("the pod's containers share the node's IPC namespace %s", hostIPC)
+	}
+}
+
+func TestSeccompProfileApplies(t *testing.T) {
+	e := newTestEnv(t)
+	// A Localhost-style profile as daemon/seccomp resolves it: everything allowed but
+	// mkdir, which fails with EPERM.
+	profile := &specs.LinuxSeccomp{
+		DefaultAction: specs.ActAllow,
+		Architectures: []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32, specs.ArchAARCH64},
+		Syscalls:      []specs.LinuxSyscall{{Names: []string{"mkdir", "mkdirat"}, Action: specs.ActErrno, ErrnoRet: ptr(uint(1))}},
+	}
+	id, logPath := e.start("seccomp")(e.containerWith("seccomp", corev1.Container{
+		Command: []string{"sh", "-c", `mkdir /tmp/denied 2>&1 || echo mkdir-failed; touch /tmp/file && echo touch-ok`}},
+		bundle.Sandbox{NetNSPath: e.netns.Path, Hostname: "p"}, profile))
+	if st := e.wait(id, 30*time.Second); st.Code != 0 {
+		t.Errorf("exit %+v", st)
+	}
+	recs := readLog(t, logPath)
+	if !hasRecord(recs, crilog.Stdout, "mkdir-failed") || !hasRecord(recs, crilog.Stdout, "touch-ok") {
+		t.Errorf("log %+v: want mkdir denied and other syscalls working", recs)
+	}
+	if !hasRecord(recs, crilog.Stdout, "mkdir: can't create directory '/tmp/denied': Operation not permitted") {
+		t.Errorf("log %+v: want mkdir's EPERM message", recs)
 	}
 }
 
