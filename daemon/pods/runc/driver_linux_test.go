@@ -32,7 +32,7 @@ import (
 
 // testEnv is one test's driver, state directories, netns and cgroup parent.
 type testEnv struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	cfg     Config
 	d       *Driver
@@ -40,7 +40,7 @@ type testEnv struct {
 	cgroups string
 }
 
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t testing.TB) *testEnv {
 	kerneltest.Require(t, kerneltest.Root, kerneltest.Runc, cgrouptest.Cgroups, podtest.Busybox)
 	exe, err := os.Executable()
 	if err != nil {
