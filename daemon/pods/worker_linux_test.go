@@ -296,3 +296,57 @@ func TestWorkerAdoptsContainersAfterRestart(t *testing.T) {
 	}
 	stop()
 }
+
+func TestSupervisorStartsDeletesAndRemovesOrphans(t *testing.T) {
+	e := newWorkerEnv(t)
+	gone := make(chan types.UID, 4)
+	s := NewSupervisor(e.cfg, func(uid types.UID) { gone <- uid })
+	t.Cleanup(s.Shutdown)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sup", Namespace: "ns", UID: types.UID("88888888-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "1000"}}}}}
+	s.Sync([]*corev1.Pod{pod})
+	s.Sync([]*corev1.Pod{pod}) // idempotent: still one worker
+	e.until(t, 0, "Running", func(st corev1.PodStatus) bool {
+		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil
+	})
+	deleted := pod.DeepCopy()
+	zero := int64(0)
+	deleted.DeletionTimestamp, deleted.DeletionGracePeriodSeconds = &metav1.Time{Time: time.Now()}, &zero
+	s.Sync([]*corev1.Pod{deleted})
+	select {
+	case uid := <-gone:
+		if uid != pod.UID {
+			t.Errorf("gone(%s), want %s", uid, pod.UID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the deleted pod was not gone after 20s")
+	}
+	if term := e.status.get().ContainerStatuses[0].State.Terminated; term == nil {
+		t.Errorf("final status of the deleted pod: %+v", e.status.get().ContainerStatuses[0].State)
+	}
+
+	// A pod started, then plinthd stops (its containers stay) and the pod is deleted
+	// meanwhile: the next plinthd removes the orphan.
+	orphan := pod.DeepCopy()
+	orphan.UID, orphan.Name = "99999999-2222-3333-4444-555555555555", "orphan"
+	s2 := NewSupervisor(e.cfg, nil)
+	s2.Sync([]*corev1.Pod{orphan})
+	e.until(t, 0, "orphan Running", func(st corev1.PodStatus) bool {
+		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil && st.PodIP != "" &&
+			strings.Contains(st.ContainerStatuses[0].ContainerID, string(orphan.UID))
+	})
+	s2.Shutdown()
+	list, err := e.cfg.Runtime.List()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("after shutdown the runtime has %+v, %v; want the orphan's container still there", list, err)
+	}
+	if err := NewSupervisor(e.cfg, nil).RemoveOrphans(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := e.cfg.Runtime.List(); err != nil || len(list) != 0 {
+		t.Errorf("after RemoveOrphans the runtime has %+v, %v", list, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.SandboxDir, string(orphan.UID))); !os.IsNotExist(err) {
+		t.Errorf("orphan sandbox remains: %v", err)
+	}
+}
