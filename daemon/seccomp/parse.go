@@ -252,14 +252,13 @@ func excerpt(raw []byte) string {
 	return string(raw)
 }
 
-// position turns a byte offset into a 1-based line and column.
+// position turns a json.SyntaxError offset (the bytes read up to and including the
+// offending one) into the 1-based line and column of the offending byte.
 func position(data []byte, offset int64) (line, col int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	before := data[:offset]
+	i := int(min(max(offset-1, 0), int64(len(data))))
+	before := data[:i]
 	line = bytes.Count(before, []byte("\n")) + 1
-	col = int(offset) - bytes.LastIndexByte(before, '\n')
+	col = i - bytes.LastIndexByte(before, '\n')
 	return line, col
 }
 
