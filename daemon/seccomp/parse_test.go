@@ -52,7 +52,7 @@ func TestParseAcceptsTheRuntimeSpecFormat(t *testing.T) {
 
 func TestParseErrorsNameThePathAndValue(t *testing.T) {
 	for _, tc := range []struct {
-		name, json string
+		name, json          string
 		path, value, reason string
 	}{
 		{"empty file", ``, "", "", "the file is empty"},
