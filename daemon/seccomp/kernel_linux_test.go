@@ -16,8 +16,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	kseccomp "github.com/plinth/plinth/kernel/seccomp"
 	"github.com/plinth/plinth/internal/kerneltest"
+	kseccomp "github.com/plinth/plinth/kernel/seccomp"
 )
 
 // A filter cannot be removed from a process, so these tests never load one into the
