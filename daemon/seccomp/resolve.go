@@ -1,7 +1,11 @@
 package seccomp
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
@@ -54,11 +58,23 @@ type Config struct {
 	SeccompDefault bool
 }
 
-// Profiles resolves the seccomp profile of each container plinthd creates.
+// maxValidatedProfiles bounds the cache of validated Localhost profiles; a node uses a
+// handful, and when more pass through the cache simply starts over.
+const maxValidatedProfiles = 128
+
+// Profiles resolves the seccomp profile of each container plinthd creates. It is safe
+// for concurrent use.
 type Profiles struct {
 	root           string
 	seccompDefault bool
 	backend        Backend
+
+	// validated remembers Localhost profiles that passed, by the SHA-256 of their
+	// bytes: compiling one takes tens of milliseconds (most of it libseccomp generating
+	// BPF for each architecture), too much to repeat for every container of every pod
+	// when the file has not changed. Keyed by content, so an edit is seen at once.
+	mu        sync.Mutex
+	validated map[[sha256.Size]byte]*specs.LinuxSeccomp
 }
 
 // New returns Profiles checking Localhost profiles with the linked libseccomp.
@@ -70,7 +86,8 @@ func NewWithBackend(cfg Config, b Backend) *Profiles {
 	if root == "" {
 		root = DefaultRoot
 	}
-	return &Profiles{root: root, seccompDefault: cfg.SeccompDefault, backend: b}
+	return &Profiles{root: root, seccompDefault: cfg.SeccompDefault, backend: b,
+		validated: map[[sha256.Size]byte]*specs.LinuxSeccomp{}}
 }
 
 // Root is the directory Localhost profiles are read from.
@@ -80,7 +97,8 @@ func (p *Profiles) Root() string { return p.root }
 // Unconfined, Plinth's RuntimeDefault adjusted to caps (the capabilities the container
 // will hold, "CAP_SYS_ADMIN" or "SYS_ADMIN"), or the Localhost profile read, parsed and
 // compiled from the profile root. The Localhost file is read on every call, so an
-// edited profile applies to the next container created. An error is a *ProfileError
+// edited profile applies to the next container created; a profile already validated
+// with the same bytes is not compiled again. An error is a *ProfileError
 // meant for the container's CreateContainerError message; it names the file and what
 // is wrong with it.
 func (p *Profiles) ForContainer(pod *corev1.PodSpec, c *corev1.Container, privileged bool, caps []string) (*specs.LinuxSeccomp, error) {
@@ -91,8 +109,7 @@ func (p *Profiles) ForContainer(pod *corev1.PodSpec, c *corev1.Container, privil
 	case corev1.SeccompProfileTypeRuntimeDefault:
 		return RuntimeDefault(caps), nil
 	case corev1.SeccompProfileTypeLocalhost:
-		prof, _, err := LoadLocalhost(p.backend, p.root, ch.LocalhostProfile)
-		return prof, err
+		return p.localhost(ch.LocalhostProfile)
 	}
 	return nil, &ProfileError{
 		File:   fmt.Sprintf("of the %s", ch.From),
@@ -100,4 +117,57 @@ func (p *Profiles) ForContainer(pod *corev1.PodSpec, c *corev1.Container, privil
 		Value:  quote(string(ch.Type)),
 		Reason: "unknown type; want Unconfined, RuntimeDefault or Localhost",
 	}
+}
+
+// localhost is LoadLocalhost with the cache of validated profiles; it returns a copy
+// the caller may change.
+func (p *Profiles) localhost(name string) (*specs.LinuxSeccomp, error) {
+	data, err := readUnderRoot(p.root, name)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(data)
+	p.mu.Lock()
+	cached := p.validated[key]
+	p.mu.Unlock()
+	if cached != nil {
+		return cloneProfile(cached), nil
+	}
+	full := filepath.Join(p.root, name)
+	prof, err := Parse(full, data)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Validate(p.backend, full, prof); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if len(p.validated) >= maxValidatedProfiles {
+		clear(p.validated)
+	}
+	p.validated[key] = prof
+	p.mu.Unlock()
+	return cloneProfile(prof), nil
+}
+
+// cloneProfile deep-copies a profile, so that no two containers share one.
+func cloneProfile(in *specs.LinuxSeccomp) *specs.LinuxSeccomp {
+	out := *in
+	if in.DefaultErrnoRet != nil {
+		out.DefaultErrnoRet = new(*in.DefaultErrnoRet)
+	}
+	out.Architectures = slices.Clone(in.Architectures)
+	out.Flags = slices.Clone(in.Flags)
+	if in.Syscalls != nil {
+		out.Syscalls = make([]specs.LinuxSyscall, len(in.Syscalls))
+		for i, sc := range in.Syscalls {
+			sc.Names = slices.Clone(sc.Names)
+			sc.Args = slices.Clone(sc.Args)
+			if sc.ErrnoRet != nil {
+				sc.ErrnoRet = new(*sc.ErrnoRet)
+			}
+			out.Syscalls[i] = sc
+		}
+	}
+	return &out
 }

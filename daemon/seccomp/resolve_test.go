@@ -2,6 +2,7 @@ package seccomp
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,5 +106,53 @@ func TestForContainer(t *testing.T) {
 func TestNewDefaultsTheRoot(t *testing.T) {
 	if got := New(Config{}).Root(); got != DefaultRoot || DefaultRoot != "/var/lib/plinth/seccomp" {
 		t.Errorf("root %q", got)
+	}
+}
+
+// A Localhost profile is compiled once per content: the next container with the same
+// file skips the compile, an edited file is read and compiled afresh, and no two
+// containers share one profile value.
+func TestForContainerCompilesEachProfileContentOnce(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(root, "p.json")
+	write := func(doc string) {
+		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compiles := 0
+	profiles := NewWithBackend(Config{Root: root}, fakeBackend{api: 6, known: map[string]bool{"mkdir": true, "rmdir": true}, compiles: &compiles})
+	pod := podWith(profileOf(corev1.SeccompProfileTypeLocalhost, "p.json"))
+
+	write(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}`)
+	first, err := profiles.ForContainer(pod, &corev1.Container{}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Syscalls[0].Names[0] = "changed"
+	*first.Syscalls[0].ErrnoRet = 99
+	second, err := profiles.ForContainer(pod, &corev1.Container{}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compiles != 1 {
+		t.Errorf("compiled %d times for one content, want 1", compiles)
+	}
+	if second.Syscalls[0].Names[0] != "mkdir" || *second.Syscalls[0].ErrnoRet != 1 {
+		t.Errorf("a change to the first container's profile reached the second: %+v", second.Syscalls[0])
+	}
+
+	write(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["rmdir"],"action":"SCMP_ACT_ERRNO"}]}`)
+	third, err := profiles.ForContainer(pod, &corev1.Container{}, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compiles != 2 || third.Syscalls[0].Names[0] != "rmdir" {
+		t.Errorf("after an edit: %d compiles, profile %+v", compiles, third.Syscalls)
+	}
+
+	write(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["rmdir"],"action":"SCMP_ACT_NONE"}]}`)
+	if _, err := profiles.ForContainer(pod, &corev1.Container{}, false, nil); err == nil || !strings.Contains(err.Error(), "SCMP_ACT_NONE") {
+		t.Errorf("an edit breaking the profile: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ type fakeBackend struct {
 	api        uint
 	known      map[string]bool
 	compileErr error
+	compiles   *int
 }
 
 func (f fakeBackend) Support() (kseccomp.Support, error) {
@@ -28,7 +29,12 @@ func (f fakeBackend) LookupSyscall(_ specs.Arch, name string) (kseccomp.Lookup, 
 	}
 	return kseccomp.Lookup{}, nil
 }
-func (f fakeBackend) Compile(*specs.LinuxSeccomp) (int, error) { return 7, f.compileErr }
+func (f fakeBackend) Compile(*specs.LinuxSeccomp) (int, error) {
+	if f.compiles != nil {
+		*f.compiles++
+	}
+	return 7, f.compileErr
+}
 
 func mustParse(t *testing.T, doc string) *specs.LinuxSeccomp {
 	t.Helper()
