@@ -95,9 +95,9 @@ func (d decoder) profile(data []byte) (*specs.LinuxSeccomp, error) {
 		case "defaultErrnoRet":
 			err = d.value(f.name, f.raw, &p.DefaultErrnoRet, "a non-negative integer")
 		case "architectures":
-			err = d.value(f.name, f.raw, &p.Architectures, "a list of strings such as \"SCMP_ARCH_X86_64\"")
+			err = stringList(d, f.name, f.raw, &p.Architectures, "SCMP_ARCH_X86_64")
 		case "flags":
-			err = d.value(f.name, f.raw, &p.Flags, "a list of strings such as \"SECCOMP_FILTER_FLAG_LOG\"")
+			err = stringList(d, f.name, f.raw, &p.Flags, "SECCOMP_FILTER_FLAG_LOG")
 		case "listenerPath":
 			err = d.value(f.name, f.raw, &p.ListenerPath, "a string")
 		case "listenerMetadata":
@@ -129,7 +129,7 @@ func (d decoder) syscalls(raw json.RawMessage) ([]specs.LinuxSyscall, error) {
 			fp := path + "." + f.name
 			switch f.name {
 			case "names":
-				err = d.value(fp, f.raw, &sc.Names, "a list of syscall names")
+				err = stringList(d, fp, f.raw, &sc.Names, "mkdir")
 			case "action":
 				err = d.value(fp, f.raw, &sc.Action, "a string such as \"SCMP_ACT_ALLOW\"")
 			case "errnoRet":
@@ -221,15 +221,32 @@ func (d decoder) object(path string, raw json.RawMessage, allowed map[string]boo
 	return out, nil
 }
 
+// stringList decodes a list of strings, naming the element that is not one.
+func stringList[S ~string](d decoder, path string, raw json.RawMessage, dst *[]S, example string) error {
+	var items []json.RawMessage
+	if err := d.value(path, raw, &items, fmt.Sprintf("a list of strings such as [%q]", example)); err != nil {
+		return err
+	}
+	if items == nil {
+		*dst = nil
+		return nil
+	}
+	out := make([]S, len(items))
+	for i, item := range items {
+		var s string
+		if bytes.Equal(bytes.TrimSpace(item), []byte("null")) || json.Unmarshal(item, &s) != nil {
+			return d.errorf(indexed(path, i), excerpt(item), "want a string such as %q", example)
+		}
+		out[i] = S(s)
+	}
+	*dst = out
+	return nil
+}
+
 // value decodes one JSON value, turning a type mismatch into an error naming the path,
 // the value and what was wanted.
 func (d decoder) value(path string, raw json.RawMessage, dst any, want string) error {
 	if err := json.Unmarshal(raw, dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			// The mismatch is inside a list: say where.
-			return d.errorf(path, excerpt(raw), "want %s (%v)", want, err)
-		}
 		return d.errorf(path, excerpt(raw), "want %s", want)
 	}
 	return nil
