@@ -19,7 +19,9 @@ type store struct {
 	created int
 }
 
-func newStore(t *testing.T) *store { return &store{t: t, slices: map[string]*discoveryv1.EndpointSlice{}} }
+func newStore(t *testing.T) *store {
+	return &store{t: t, slices: map[string]*discoveryv1.EndpointSlice{}}
+}
 
 func (s *store) list() []*discoveryv1.EndpointSlice {
 	return slices.Collect(maps.Values(s.slices))
