@@ -57,7 +57,9 @@ func tolerating(p *v1.Pod, tols ...v1.Toleration) *v1.Pod {
 
 func TestFilter(t *testing.T) {
 	taint := func(key, value string, effect v1.TaintEffect) func(*v1.Node) {
-		return func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Value: value, Effect: effect}) }
+		return func(n *v1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Value: value, Effect: effect})
+		}
 	}
 	exists := func(key string) v1.Toleration { return v1.Toleration{Key: key, Operator: v1.TolerationOpExists} }
 	used := func(cpu, mem string, pods int) nodeUsage {
