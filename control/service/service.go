@@ -27,9 +27,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/controllers/endpointslice"
 	"github.com/plinth/plinth/control/controllers/gc"
 	"github.com/plinth/plinth/control/controllers/namespace"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
+	"github.com/plinth/plinth/control/controllers/scheduler"
 	"github.com/plinth/plinth/control/controllers/tainteviction"
 	"github.com/plinth/plinth/control/pki"
 	"github.com/plinth/plinth/control/registry"
@@ -274,6 +276,19 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	if err != nil {
 		return err
 	}
+	endpointSlices, err := endpointslice.New(endpointslice.Config{Client: client, Services: all.Core().V1().Services(),
+		Pods: all.Core().V1().Pods(), Nodes: all.Core().V1().Nodes(), Slices: all.Discovery().V1().EndpointSlices(),
+		Clock: clock.RealClock{}, Registerer: reg, Logger: logger, Options: endpointslice.DefaultOptions(),
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "endpoint-slice-controller"})})
+	if err != nil {
+		return err
+	}
+	placement, err := scheduler.New(scheduler.Config{Client: client, Pods: all.Core().V1().Pods(), Nodes: all.Core().V1().Nodes(),
+		Clock: clock.RealClock{}, Registerer: reg, Logger: logger, Options: scheduler.DefaultOptions(),
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: corev1.DefaultSchedulerName})})
+	if err != nil {
+		return err
+	}
 	// The informers stop when this function returns, also when a loop failed.
 	ctx, stop := context.WithCancel(ctx)
 	all.Start(ctx.Done())
@@ -293,5 +308,7 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 		return nil
 	})
 	loops.Go(func() error { return evictions.Run(lctx) })
+	loops.Go(func() error { return endpointSlices.Run(lctx) })
+	loops.Go(func() error { return placement.Run(lctx) })
 	return loops.Wait()
 }
