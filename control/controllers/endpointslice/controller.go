@@ -156,8 +156,15 @@ func New(cfg Config) (*Controller, error) {
 			UpdateFunc: func(_, obj any) { c.onService(obj) },
 			DeleteFunc: c.onService,
 		}),
-		add(cfg.Pods.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) { c.onPod(nil, obj) },
+		// Pods and nodes of the first list need not queue anything: every Service is
+		// queued by its own first add, and no worker starts before all caches synced.
+		// That saves a selector match per pod and Service at start.
+		add(cfg.Pods.Informer(), cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(obj any, initial bool) {
+				if !initial {
+					c.onPod(nil, obj)
+				}
+			},
 			UpdateFunc: func(old, obj any) {
 				if podChanged(old, obj) {
 					c.onPod(old, obj)
@@ -165,8 +172,12 @@ func New(cfg Config) (*Controller, error) {
 			},
 			DeleteFunc: func(obj any) { c.onPod(nil, obj) },
 		}),
-		add(cfg.Nodes.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { c.enqueueAllServices() },
+		add(cfg.Nodes.Informer(), cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(_ any, initial bool) {
+				if !initial {
+					c.enqueueAllServices()
+				}
+			},
 			UpdateFunc: func(old, obj any) {
 				o, ok1 := old.(*v1.Node)
 				n, ok2 := obj.(*v1.Node)
@@ -384,6 +395,9 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	want := desiredEndpoints(svc, pods, c.zoneOf)
 	plan := planSlices(svc, existing, want, c.opts.MaxEndpointsPerSlice)
 	if err := c.apply(ctx, key, svc, plan); err != nil {
+		if apierrors.IsConflict(err) {
+			return err // someone else wrote a slice: the retry starts from what they wrote
+		}
 		c.recorder.Eventf(svc, v1.EventTypeWarning, reasonFailedToUpdate, "Error updating Endpoint Slices for Service %s: %v", key, err)
 		return err
 	}
