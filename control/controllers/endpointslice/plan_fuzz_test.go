@@ -50,7 +50,7 @@ func runPlanOps(t *testing.T, ops []byte) {
 		case 6: // change the slice limit
 			maxPerSlice = arg%7 + 1
 		case 7: // move the Service between a named and a numeric targetPort
-			target = int32(8000 + arg%2)
+			target = []int32{8080, 8000, 8001}[arg%3] // 8080: the named port
 		}
 		svc := service("web", svcPort("http", 80, intstr.FromString("http")))
 		if target != 8080 {
