@@ -13,9 +13,11 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/plinth/plinth/control/apiserver/apitest"
 	"github.com/plinth/plinth/control/controllers/endpointslice"
+	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 )
 
 // The API test runs the controller against the real API server over a real embedded
@@ -211,4 +213,70 @@ func TestSelectorlessServiceSlicesAreLeftAloneThroughTheAPI(t *testing.T) {
 	if len(slices) != 1 || slices[0].ResourceVersion != manual.ResourceVersion {
 		t.Fatalf("the user's slice changed or got company: %+v", slices)
 	}
+}
+
+// TestSilentNodeDropsItsEndpointsThroughTheAPI runs the node lifecycle controller (on a
+// fake clock) next to this one: when a node goes silent, its pods' Ready goes False and
+// their endpoints stop being ready.
+func TestSilentNodeDropsItsEndpointsThroughTheAPI(t *testing.T) {
+	client := apitest.Start(t, apitest.Options{}).Client
+	ctx := t.Context()
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clk := testingclock.NewFakeClock(t0)
+	node, err := client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := metav1.NewTime(t0)
+	node.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "Posted", LastHeartbeatTime: hb, LastTransitionTime: hb}}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: v1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []v1.ServicePort{{Port: 80}}}}
+	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", Labels: map[string]string{"app": "web"}},
+		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+	p, err = client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.244.1.5", Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, client)
+	eventually(t, "a ready endpoint", func() (bool, string) {
+		eps, _ := endpointsByPod(t, client, "web")
+		ep, ok := eps["a"]
+		return ok && *ep.Conditions.Ready, fmt.Sprint(eps)
+	})
+
+	factory := informers.NewSharedInformerFactory(client, 0)
+	lifecycle, err := nodelifecycle.New(nodelifecycle.Config{Client: client, Nodes: factory.Core().V1().Nodes(),
+		Leases: factory.Coordination().V1().Leases(), Pods: factory.Core().V1().Pods(), Clock: clk,
+		Options: nodelifecycle.DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	defer func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	}()
+	factory.Start(runCtx.Done())
+	go func() { _ = lifecycle.Run(runCtx); close(done) }()
+	eventually(t, "the node lifecycle controller's timer", func() (bool, string) { return clk.HasWaiters(), "no timer" })
+	for range 11 { // past the 50 s grace period, without a heartbeat
+		clk.Step(5 * time.Second)
+	}
+	eventually(t, "a's endpoint to stop being ready", func() (bool, string) {
+		eps, _ := endpointsByPod(t, client, "web")
+		got := conditions(eps["a"])
+		return got == "ready=false serving=false terminating=false", got
+	})
 }
