@@ -39,15 +39,7 @@ func CheckFile(b Backend, path string) (*specs.LinuxSeccomp, *Summary, error) {
 	if err != nil {
 		return nil, nil, fail(err, "cannot read it")
 	}
-	p, err := Parse(path, data)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := Validate(b, path, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, s, nil
+	return parseAndValidate(b, path, data)
 }
 
 const checkUsage = `usage: plinthctl seccomp COMMAND

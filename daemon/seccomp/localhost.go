@@ -19,16 +19,19 @@ const DefaultRoot = "/var/lib/plinth/seccomp"
 // included — must stay inside root: the file is opened through an os.Root, which
 // refuses any step out. Errors are *ProfileError naming root/name.
 func LoadLocalhost(b Backend, root, name string) (*specs.LinuxSeccomp, *Summary, error) {
-	full := filepath.Join(root, name)
 	data, err := readUnderRoot(root, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := Parse(full, data)
+	return parseAndValidate(b, filepath.Join(root, name), data)
+}
+
+func parseAndValidate(b Backend, file string, data []byte) (*specs.LinuxSeccomp, *Summary, error) {
+	p, err := Parse(file, data)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := Validate(b, full, p)
+	s, err := Validate(b, file, p)
 	if err != nil {
 		return nil, nil, err
 	}

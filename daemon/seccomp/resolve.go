@@ -133,12 +133,8 @@ func (p *Profiles) localhost(name string) (*specs.LinuxSeccomp, error) {
 	if cached != nil {
 		return cloneProfile(cached), nil
 	}
-	full := filepath.Join(p.root, name)
-	prof, err := Parse(full, data)
+	prof, _, err := parseAndValidate(p.backend, filepath.Join(p.root, name), data)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := Validate(p.backend, full, prof); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
