@@ -12,9 +12,10 @@ debian_packages=(
 	procps          # pkill/pgrep in scripts
 	e2fsprogs       # mkfs.ext4: the DiskPressure kernel test fills a loop-mounted ext4
 	util-linux      # losetup, mount
+	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp; runc's build
+	pkg-config      # cgo: libseccomp-golang (and runc's seccomp support) find libseccomp with pkg-config
+	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm); runc links it
 	busybox-static  # /bin/busybox: the root filesystem of the pods kernel tests' containers
-	libseccomp-dev  # cgo for runc's seccomp support (and libseccomp-golang)
-	pkg-config      # finds libseccomp for cgo
 )
 
 missing=()

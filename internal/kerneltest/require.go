@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,21 @@ var (
 	Runc = Feature{Name: "runc", Probe: func() error {
 		if _, err := exec.LookPath("runc"); err != nil {
 			return fmt.Errorf("no runc in PATH (scripts/install-deps.sh installs it): %w", err)
+		}
+		return nil
+	}}
+	// Seccomp needs seccomp filters (CONFIG_SECCOMP_FILTER) with the ERRNO and ALLOW
+	// actions; the kernel lists the actions it supports in actions_avail.
+	Seccomp = Feature{Name: "seccomp", Probe: func() error {
+		data, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+		if err != nil {
+			return fmt.Errorf("seccomp filters unavailable (kernel without CONFIG_SECCOMP_FILTER): %w", err)
+		}
+		avail := strings.Fields(string(data))
+		for _, a := range []string{"errno", "allow"} {
+			if !slices.Contains(avail, a) {
+				return fmt.Errorf("seccomp action %q missing from actions_avail (%s)", a, strings.TrimSpace(string(data)))
+			}
 		}
 		return nil
 	}}
