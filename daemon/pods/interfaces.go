@@ -69,12 +69,14 @@ type PodNetwork interface {
 	Teardown(ctx context.Context, pod *corev1.Pod) error
 }
 
-// SeccompResolver is what the pods lifecycle needs from daemon/seccomp.
+// SeccompResolver is what the pods lifecycle needs from daemon/seccomp (whose
+// *Profiles implements it).
 type SeccompResolver interface {
-	// Resolve returns the container's profile (the container's seccompProfile, else
-	// the pod's; nil for Unconfined and for privileged containers) parsed and compiled
+	// ForContainer returns the container's profile (the container's seccompProfile,
+	// else the pod's; nil for Unconfined and for privileged containers; RuntimeDefault
+	// adjusted to caps, the capabilities the container will hold) parsed and compiled
 	// already. An error (missing file, path escaping the profile root, unknown syscall
 	// or action, a profile that does not compile) fails the container with
-	// CreateContainerError and the error's text, which must name the file.
-	Resolve(pod *corev1.Pod, container *corev1.Container) (*specs.LinuxSeccomp, error)
+	// CreateContainerError and the error's text, which names the file.
+	ForContainer(pod *corev1.PodSpec, c *corev1.Container, privileged bool, caps []string) (*specs.LinuxSeccomp, error)
 }

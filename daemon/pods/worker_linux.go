@@ -318,13 +318,6 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.fail(c.Name, "CreateContainerError", fmt.Errorf("image %s: %w", c.Image, err))
 		return
 	}
-	var seccomp *specs.LinuxSeccomp
-	if w.cfg.Seccomp != nil {
-		if seccomp, err = w.cfg.Seccomp.Resolve(w.pod, c); err != nil {
-			w.fail(c.Name, "CreateContainerError", err)
-			return
-		}
-	}
 	id := fmt.Sprintf("%s-%s-%d", w.pod.UID, c.Name, attempt)
 	dir := filepath.Join(w.podDir(), c.Name, strconv.Itoa(attempt))
 	rootfs := filepath.Join(dir, "rootfs")
@@ -341,11 +334,23 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.fail(c.Name, "CreateContainerError", err)
 		return
 	}
-	spec, err := w.buildSpec(c, id, dir, rootfs, img, seccomp)
+	spec, err := w.buildSpec(c, id, dir, rootfs, img)
 	if err != nil {
 		cleanup()
 		w.fail(c.Name, "CreateContainerConfigError", err)
 		return
+	}
+	// The profile depends on the capabilities the spec grants (RuntimeDefault allows
+	// what CAP_SYS_ADMIN and friends need only to containers holding them).
+	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+	if w.cfg.Seccomp != nil && !privileged {
+		profile, err := w.cfg.Seccomp.ForContainer(&w.pod.Spec, c, privileged, spec.Process.Capabilities.Bounding)
+		if err != nil {
+			cleanup()
+			w.fail(c.Name, "CreateContainerError", err)
+			return
+		}
+		spec.Linux.Seccomp = profile
 	}
 	b, err := json.Marshal(spec)
 	if err == nil {
@@ -407,7 +412,7 @@ func (w *PodWorker) watch(ctx context.Context, name, id string) {
 	}()
 }
 
-func (w *PodWorker) buildSpec(c *corev1.Container, id, dir, rootfs string, img Image, seccomp *specs.LinuxSeccomp) (*specs.Spec, error) {
+func (w *PodWorker) buildSpec(c *corev1.Container, id, dir, rootfs string, img Image) (*specs.Spec, error) {
 	users, err := bundle.LookupUsers(rootfs)
 	if err != nil {
 		return nil, err
@@ -437,7 +442,7 @@ func (w *PodWorker) buildSpec(c *corev1.Container, id, dir, rootfs string, img I
 	}
 	return bundle.Build(bundle.Input{
 		Pod: w.pod, Container: c, ContainerID: id, Image: img.Config, Users: users, RootfsPath: rootfs,
-		Sandbox: w.sandbox, Volumes: vols, TerminationLogPath: term, Seccomp: seccomp,
+		Sandbox: w.sandbox, Volumes: vols, TerminationLogPath: term,
 		CgroupParent: cg, CgroupNamespace: w.cfg.CgroupNamespace,
 		NodeMemoryBytes: w.cfg.NodeMemoryBytes, NodeMilliCPU: w.cfg.NodeMilliCPU,
 		MaxNOFILE: w.cfg.Limits.MaxNOFILE, MinOOMScoreAdj: w.cfg.Limits.MinOOMScoreAdj, PodIP: podIP, HostIP: hostIP,

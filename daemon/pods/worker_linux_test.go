@@ -24,6 +24,7 @@ import (
 	"github.com/plinth/plinth/daemon/pods/podtest"
 	"github.com/plinth/plinth/daemon/pods/runc"
 	"github.com/plinth/plinth/daemon/pods/shim"
+	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/internal/kerneltest"
 	"github.com/plinth/plinth/kernel/cgroup"
 	"github.com/plinth/plinth/kernel/cgroup/cgrouptest"
@@ -348,5 +349,38 @@ func TestSupervisorStartsDeletesAndRemovesOrphans(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.cfg.SandboxDir, string(orphan.UID))); !os.IsNotExist(err) {
 		t.Errorf("orphan sandbox remains: %v", err)
+	}
+}
+
+func TestWorkerSeccompLocalhostProfiles(t *testing.T) {
+	e := newWorkerEnv(t)
+	kerneltest.Require(t, kerneltest.Seccomp)
+	root := t.TempDir()
+	profile := `{"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+  "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}`
+	if err := os.WriteFile(filepath.Join(root, "deny-mkdir.json"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.Seccomp = seccomp.New(seccomp.Config{Root: root})
+	localhost := func(name string) *corev1.SecurityContext {
+		return &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &name}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sec", Namespace: "ns", UID: types.UID("aaaaaaaa-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{
+			{Name: "denied", Image: "busybox", SecurityContext: localhost("deny-mkdir.json"),
+				Command: []string{"sh", "-c", "mkdir /tmp/x || echo mkdir-denied; echo other-syscalls-work"}},
+			{Name: "missing", Image: "busybox", SecurityContext: localhost("no-such.json"), Command: []string{"true"}},
+		}}}
+	e.run(t, pod)
+	s := e.until(t, 0, "denied done, missing failed", func(s corev1.PodStatus) bool {
+		c := s.ContainerStatuses
+		return len(c) == 2 && c[0].State.Terminated != nil && c[1].State.Waiting != nil && c[1].State.Waiting.Reason == "CreateContainerError"
+	})
+	if msg := s.ContainerStatuses[1].State.Waiting.Message; !strings.Contains(msg, filepath.Join(root, "no-such.json")) {
+		t.Errorf("CreateContainerError message %q does not name the profile", msg)
+	}
+	b, err := os.ReadFile(filepath.Join(e.cfg.LogsDir, "ns_sec_"+string(pod.UID), "denied", "0.log"))
+	if err != nil || !strings.Contains(string(b), "stdout F mkdir-denied") || !strings.Contains(string(b), "stdout F other-syscalls-work") {
+		t.Errorf("denied container log %q, %v: want mkdir refused and the rest working", b, err)
 	}
 }
