@@ -2,7 +2,6 @@ package pods
 
 import (
 	"context"
-	"errors"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
@@ -12,12 +11,14 @@ import (
 
 // ImageRequest asks for one container's image.
 type ImageRequest struct {
-	// Ref is the container's image field as written ("busybox", "reg:5000/app@sha256:…").
-	Ref        string
+	// Image is the container's image field as written ("busybox", "reg:5000/app@sha256:…").
+	Image      string
 	PullPolicy corev1.PullPolicy
 	// PullSecrets are the pod's imagePullSecrets, read from the API by the caller
 	// (kubernetes.io/dockerconfigjson or dockercfg).
 	PullSecrets []corev1.Secret
+	// BackoffKey scopes pull backoff to the pod and image, as kubelet does.
+	BackoffKey string
 }
 
 // Image is an image present on the node.
@@ -31,23 +32,30 @@ type Image struct {
 	StopSignal string
 }
 
-// ErrImageNeverPull is what ImageService wraps when the policy is Never and the image
-// is not present: the container waits with reason ErrImageNeverPull, not a pull error.
-var ErrImageNeverPull = errors.New("image is not present and the pull policy is Never")
+// ImagePullError is an image that cannot be had, with kubelet's reason for the
+// container's waiting state: ErrImagePull, ImagePullBackOff, ErrImageNeverPull or
+// InvalidImageName. Errors from EnsureImage that are not one count as ErrImagePull.
+type ImagePullError struct {
+	Reason string
+	Err    error
+}
 
-// ImageService is what the pods lifecycle needs from daemon/images.
+func (e *ImagePullError) Error() string { return e.Err.Error() }
+func (e *ImagePullError) Unwrap() error { return e.Err }
+
+// ImageService is what the pods lifecycle needs from daemon/images (its Store, with
+// EnsureImage's result and errors adapted; PrepareRootFS has the Store's signature).
 type ImageService interface {
 	// EnsureImage makes the image present as the pull policy says (pulling with the
-	// secrets when needed) and returns it. Errors become ErrImagePull (then
-	// ImagePullBackOff); wrap ErrImageNeverPull for a missing image under Never.
+	// secrets when needed) and returns it.
 	EnsureImage(ctx context.Context, req ImageRequest) (Image, error)
-	// PrepareRootfs makes dir (empty, created by the caller) the root filesystem of a
-	// new container of imageID: an overlay mount or a copy, writable unless the
-	// container asks for a read-only root (the runtime mounts that read-only itself).
-	PrepareRootfs(ctx context.Context, imageID, dir string) error
-	// ReleaseRootfs undoes PrepareRootfs (unmounts, removes the upper layer); it is
+	// PrepareRootFS makes containerDir/rootfs the root filesystem of container
+	// containerID from imageID (an overlay mount or a copy) and returns its path. It is
 	// idempotent.
-	ReleaseRootfs(ctx context.Context, dir string) error
+	PrepareRootFS(containerID, imageID, containerDir string) (string, error)
+	// RemoveRootFS undoes PrepareRootFS (unmounts, removes the upper layer); it is
+	// idempotent.
+	RemoveRootFS(containerDir string) error
 }
 
 // PodNetworkStatus is a pod's network, once set up.
@@ -58,15 +66,16 @@ type PodNetworkStatus struct {
 	IPs []string
 }
 
-// PodNetwork is what the pods lifecycle needs from daemon/podnet. hostNetwork pods
-// never reach it.
+// PodNetwork is what the pods lifecycle needs from daemon/podnet (its Network, with
+// Setup's Attachment adapted). hostNetwork pods never reach it.
 type PodNetwork interface {
 	// Setup creates (or finds, after a restart) the pod's network namespace, its veth
 	// into the node's bridge, its address from the node's podCIDR and its default
 	// route. Idempotent.
-	Setup(ctx context.Context, pod *corev1.Pod) (PodNetworkStatus, error)
-	// Teardown removes the pod's network and releases its addresses. Idempotent.
-	Teardown(ctx context.Context, pod *corev1.Pod) error
+	Setup(ctx context.Context, podUID string) (PodNetworkStatus, error)
+	// Teardown removes the pod's network and releases its addresses; a pod without
+	// one is not an error.
+	Teardown(ctx context.Context, podUID string) error
 }
 
 // SeccompResolver is what the pods lifecycle needs from daemon/seccomp (whose

@@ -123,9 +123,9 @@ func (s *Supervisor) Shutdown() {
 }
 
 // RemoveOrphans deletes runtime containers whose pod is not in pods (pods deleted
-// while plinthd was down), with their pods' sandboxes, cgroups and directories. Call
-// it once after the first Sync. Their pod networks are the pod network's to collect:
-// only a UID is left to name them by.
+// while plinthd was down), with their pods' networks, sandboxes, cgroups and
+// directories. Call
+// it once after the first Sync.
 func (s *Supervisor) RemoveOrphans(ctx context.Context, pods []*corev1.Pod) error {
 	cps, err := s.cfg.Runtime.List()
 	known := map[string]bool{}
@@ -150,6 +150,9 @@ func (s *Supervisor) RemoveOrphans(ctx context.Context, pods []*corev1.Pod) erro
 		}
 	}
 	for uid := range orphans {
+		if err := s.cfg.Network.Teardown(ctx, uid); err != nil {
+			errs = append(errs, err)
+		}
 		if err := sandbox.Remove(filepath.Join(s.cfg.SandboxDir, uid)); err != nil {
 			errs = append(errs, err)
 		}

@@ -69,6 +69,8 @@ type WorkerConfig struct {
 	Prober                                      Prober
 	Clock                                       clock.Clock
 	Logger                                      *slog.Logger
+	// PullSecrets returns the pod's imagePullSecrets from the API (nil: none).
+	PullSecrets func(pod *corev1.Pod) []corev1.Secret
 	// Report receives the pod's status whenever it changes.
 	Report func(pod *corev1.Pod, status corev1.PodStatus)
 }
@@ -127,6 +129,13 @@ func (w *PodWorker) Run(ctx context.Context) error {
 				w.killContainer(ctx, a.Container)
 			}
 		}
+		if len(actions) > 0 && ctx.Err() == nil {
+			// Plan again at once: a failed start has set a backoff whose end must be
+			// the next wake-up (it converges: a started or failed container yields
+			// no action the next time).
+			w.report()
+			continue
+		}
 		wake = earliestTime(wake, w.runProbes(ctx))
 		w.report()
 		var timer clock.Timer
@@ -178,7 +187,7 @@ func (w *PodWorker) setup(ctx context.Context) error {
 	if pod.Spec.HostNetwork {
 		w.st.PodIPs = w.cfg.HostIPs
 	} else {
-		ns, err := w.cfg.Network.Setup(ctx, pod)
+		ns, err := w.cfg.Network.Setup(ctx, string(pod.UID))
 		if err != nil {
 			return fmt.Errorf("pod %s/%s network: %w", pod.Namespace, pod.Name, err)
 		}
@@ -304,11 +313,13 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	if cs.Current != nil {
 		attempt++
 	}
-	img, err := w.cfg.Images.EnsureImage(ctx, ImageRequest{Ref: c.Image, PullPolicy: c.ImagePullPolicy})
+	img, err := w.cfg.Images.EnsureImage(ctx, ImageRequest{Image: c.Image, PullPolicy: c.ImagePullPolicy,
+		PullSecrets: w.pullSecrets(), BackoffKey: string(w.pod.UID) + "/" + c.Image})
 	if err != nil {
 		reason := "ErrImagePull"
-		if errors.Is(err, ErrImageNeverPull) {
-			reason = "ErrImageNeverPull"
+		var pe *ImagePullError
+		if errors.As(err, &pe) && pe.Reason != "" {
+			reason = pe.Reason
 		}
 		w.fail(c.Name, reason, err)
 		return
@@ -320,16 +331,16 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	}
 	id := fmt.Sprintf("%s-%s-%d", w.pod.UID, c.Name, attempt)
 	dir := filepath.Join(w.podDir(), c.Name, strconv.Itoa(attempt))
-	rootfs := filepath.Join(dir, "rootfs")
 	cleanup := func() {
-		_ = w.cfg.Images.ReleaseRootfs(context.WithoutCancel(ctx), rootfs)
+		_ = w.cfg.Images.RemoveRootFS(dir)
 		_ = os.RemoveAll(dir)
 	}
-	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		w.fail(c.Name, "CreateContainerError", err)
 		return
 	}
-	if err := w.cfg.Images.PrepareRootfs(ctx, img.ID, rootfs); err != nil {
+	rootfs, err := w.cfg.Images.PrepareRootFS(id, img.ID, dir)
+	if err != nil {
 		cleanup()
 		w.fail(c.Name, "CreateContainerError", err)
 		return
@@ -383,6 +394,13 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.trackProbes(c, now)
 	}
 	w.watch(ctx, c.Name, id)
+}
+
+func (w *PodWorker) pullSecrets() []corev1.Secret {
+	if w.cfg.PullSecrets == nil {
+		return nil
+	}
+	return w.cfg.PullSecrets(w.pod)
 }
 
 // trackProbes starts following c's probes for a run that started at started.
@@ -524,7 +542,9 @@ func (w *PodWorker) containerExited(ctx context.Context, ev exitEvent) {
 	if err := w.cfg.Runtime.Delete(ctx, ev.id); err != nil {
 		w.cfg.Logger.Warn("delete exited container", "id", ev.id, "err", err)
 	}
-	_ = w.cfg.Images.ReleaseRootfs(ctx, filepath.Join(dir, "rootfs"))
+	if err := w.cfg.Images.RemoveRootFS(dir); err != nil {
+		w.cfg.Logger.Warn("remove root filesystem", "dir", dir, "err", err)
+	}
 	_ = os.RemoveAll(dir)
 }
 
@@ -664,7 +684,7 @@ func (w *PodWorker) Terminate(ctx context.Context) error {
 	}
 	w.report()
 	if !w.pod.Spec.HostNetwork {
-		if err := w.cfg.Network.Teardown(ctx, w.pod); err != nil {
+		if err := w.cfg.Network.Teardown(ctx, string(w.pod.UID)); err != nil {
 			errs = append(errs, err)
 		}
 	}

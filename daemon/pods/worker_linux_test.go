@@ -4,12 +4,14 @@ package pods
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,24 +43,32 @@ func TestMain(m *testing.M) {
 }
 
 // busyboxImages is an ImageService whose every image is a busybox root filesystem.
-type busyboxImages struct{ t *testing.T }
+type busyboxImages struct {
+	t           *testing.T
+	failedPulls *atomic.Int32
+}
 
-func (b busyboxImages) EnsureImage(context.Context, ImageRequest) (Image, error) {
+func (b busyboxImages) EnsureImage(_ context.Context, req ImageRequest) (Image, error) {
+	if req.Image == "missing" {
+		b.failedPulls.Add(1)
+		return Image{}, &ImagePullError{Reason: "ErrImagePull", Err: fmt.Errorf("image %q: manifest unknown", req.Image)}
+	}
 	return Image{ID: "sha256:busybox", Config: bundle.ImageConfig{Cmd: []string{"sh"}, Env: []string{"PATH=/bin"}}}, nil
 }
-func (b busyboxImages) PrepareRootfs(_ context.Context, _, dir string) error {
-	podtest.BusyboxRootfs(b.t, dir)
-	return nil
+func (b busyboxImages) PrepareRootFS(_, _, dir string) (string, error) {
+	rootfs := filepath.Join(dir, "rootfs")
+	podtest.BusyboxRootfs(b.t, rootfs)
+	return rootfs, nil
 }
-func (b busyboxImages) ReleaseRootfs(context.Context, string) error { return nil }
+func (b busyboxImages) RemoveRootFS(string) error { return nil }
 
 // netnsNetwork gives every pod the test's network namespace.
 type netnsNetwork struct{ path string }
 
-func (n netnsNetwork) Setup(context.Context, *corev1.Pod) (PodNetworkStatus, error) {
+func (n netnsNetwork) Setup(context.Context, string) (PodNetworkStatus, error) {
 	return PodNetworkStatus{NetNSPath: n.path, IPs: []string{"10.88.0.2"}}, nil
 }
-func (n netnsNetwork) Teardown(context.Context, *corev1.Pod) error { return nil }
+func (n netnsNetwork) Teardown(context.Context, string) error { return nil }
 
 type statusLog struct {
 	mu   sync.Mutex
@@ -110,7 +120,7 @@ func newWorkerEnv(t *testing.T) *workerEnv {
 	}
 	e := &workerEnv{runcCfg: runcCfg, clk: clocktesting.NewFakeClock(time.Now()), status: &statusLog{}}
 	e.cfg = &WorkerConfig{
-		Runtime: d, Images: busyboxImages{t}, Network: netnsNetwork{ns.Path}, Cgroups: podcgroup.Manager{Parent: parent},
+		Runtime: d, Images: busyboxImages{t, &atomic.Int32{}}, Network: netnsNetwork{ns.Path}, Cgroups: podcgroup.Manager{Parent: parent},
 		CgroupParent: parent, PodsDir: filepath.Join(dir, "pods"), LogsDir: filepath.Join(dir, "logs"),
 		SandboxDir: filepath.Join(dir, "run"), ResolvConf: []byte("nameserver 10.96.0.10\n"), ClusterDomain: "cluster.local",
 		HostIPs: []string{"192.168.0.2"}, NodeMemoryBytes: 1 << 30, NodeMilliCPU: 2000, PodPidsLimit: 100,
@@ -383,4 +393,24 @@ func TestWorkerSeccompLocalhostProfiles(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "stdout F mkdir-denied") || !strings.Contains(string(b), "stdout F other-syscalls-work") {
 		t.Errorf("denied container log %q, %v: want mkdir refused and the rest working", b, err)
 	}
+}
+
+func TestWorkerImagePullFailureBacksOff(t *testing.T) {
+	e := newWorkerEnv(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pull", Namespace: "ns", UID: types.UID("bbbbbbbb-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "missing"}}}}
+	e.run(t, pod)
+	s := e.until(t, 0, "ImagePullBackOff", func(s corev1.PodStatus) bool {
+		c := s.ContainerStatuses
+		return len(c) == 1 && c[0].State.Waiting != nil && c[0].State.Waiting.Reason == "ImagePullBackOff"
+	})
+	if msg := s.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, "manifest unknown") || s.Phase != corev1.PodPending {
+		t.Errorf("pull failure: phase %s, message %q", s.Phase, msg)
+	}
+	pulls := e.cfg.Images.(busyboxImages).failedPulls
+	if n := pulls.Load(); n != 1 {
+		t.Errorf("%d pulls before the backoff expired, want 1", n)
+	}
+	e.clk.Step(InitialBackoff)
+	e.until(t, 0, "a second pull after the backoff", func(corev1.PodStatus) bool { return pulls.Load() == 2 })
 }
