@@ -414,3 +414,46 @@ func TestWorkerImagePullFailureBacksOff(t *testing.T) {
 	e.clk.Step(InitialBackoff)
 	e.until(t, 0, "a second pull after the backoff", func(corev1.PodStatus) bool { return pulls.Load() == 2 })
 }
+
+func TestWorkerRestartsContainerFailingLiveness(t *testing.T) {
+	e := newWorkerEnv(t)
+	zero := int64(0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "ns", UID: types.UID("cccccccc-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &zero, Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Command: []string{"sh", "-c", "touch /tmp/alive; exec sleep 1000"},
+			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/alive"}}},
+				PeriodSeconds: 1, FailureThreshold: 2, InitialDelaySeconds: 1}}}}}
+	e.run(t, pod)
+	s := e.until(t, 0, "Running", func(s corev1.PodStatus) bool {
+		return len(s.ContainerStatuses) == 1 && s.ContainerStatuses[0].State.Running != nil
+	})
+	id := strings.TrimPrefix(s.ContainerStatuses[0].ContainerID, ContainerIDPrefix)
+	// Alive while the file exists.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, code, err := e.cfg.Runtime.Exec(context.Background(), id, []string{"cat", "/tmp/alive"})
+		if err == nil && code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/tmp/alive never appeared: %q %d %v", out, code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.clk.Step(time.Second)
+	e.clk.Step(time.Second)
+	if got := e.status.get().ContainerStatuses[0]; got.RestartCount != 0 || got.State.Running == nil {
+		t.Fatalf("a passing liveness probe disturbed the container: %+v", got)
+	}
+	if _, code, err := e.cfg.Runtime.Exec(context.Background(), id, []string{"rm", "/tmp/alive"}); err != nil || code != 0 {
+		t.Fatalf("rm /tmp/alive: %d %v", code, err)
+	}
+	s = e.until(t, time.Second, "restarted after the liveness failure", func(s corev1.PodStatus) bool {
+		c := s.ContainerStatuses[0]
+		return c.RestartCount == 1 && c.State.Running != nil
+	})
+	last := s.ContainerStatuses[0].LastTerminationState.Terminated
+	if last == nil || last.ExitCode != 137 || last.Reason != "Error" {
+		t.Errorf("last state after the liveness kill: %+v", last)
+	}
+}
