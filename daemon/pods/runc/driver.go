@@ -31,6 +31,10 @@ type Config struct {
 	// ShimCommand is the command line that runs a shim, before the shim's own flags:
 	// plinthd passes the plinth-shim binary; tests their own re-executed binary.
 	ShimCommand []string
+	// LogMaxBytes and LogMaxFiles rotate container logs (kubelet's
+	// containerLogMaxSize, 10 MiB, and containerLogMaxFiles, 5, when 0).
+	LogMaxBytes int64
+	LogMaxFiles int
 }
 
 // CreateOptions describe a container to create.

@@ -112,7 +112,8 @@ func readSpec(bundle string) (*specs.Spec, error) {
 }
 
 func (d *Driver) startShim(ctx context.Context, o CreateOptions, dir string) (Checkpoint, error) {
-	cfg := shim.Config{Runc: d.cfg.Runc, Root: d.cfg.Root, ID: o.ID, Bundle: o.Bundle, StateDir: dir, LogPath: o.LogPath}
+	cfg := shim.Config{Runc: d.cfg.Runc, Root: d.cfg.Root, ID: o.ID, Bundle: o.Bundle, StateDir: dir, LogPath: o.LogPath,
+		LogMaxBytes: d.cfg.LogMaxBytes, LogMaxFiles: d.cfg.LogMaxFiles}
 	argv := append(append([]string(nil), d.cfg.ShimCommand...), cfg.Args()...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	shimLog, err := os.OpenFile(filepath.Join(dir, "shim.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)

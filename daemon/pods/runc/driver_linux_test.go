@@ -356,6 +356,29 @@ func TestPodContainersShareSandboxNamespaces(t *testing.T) {
 	}
 }
 
+func TestLogsRotateBySize(t *testing.T) {
+	e := newTestEnv(t)
+	e.cfg.LogMaxBytes, e.cfg.LogMaxFiles = 4096, 2
+	e.d = e.newDriver()
+	id, logPath := e.run("chatty", corev1.Container{Command: []string{"sh", "-c", `i=0; while [ $i -lt 500 ]; do echo "line $i"; i=$((i+1)); done`}})
+	if st := e.wait(id, 30*time.Second); st.Code != 0 {
+		t.Fatalf("exit %+v", st)
+	}
+	files, _ := filepath.Glob(logPath + "*")
+	if len(files) != 2 {
+		t.Errorf("log files %q, want the live one and one rotated", files)
+	}
+	recs := readLog(t, logPath)
+	if len(recs) == 0 || recs[len(recs)-1].Content != "line 499" {
+		t.Errorf("live log ends with %+v, want line 499", recs[len(recs)-1:])
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Size() > 4096 {
+			t.Errorf("%s: %v bytes, %v; want at most 4096", f, st.Size(), err)
+		}
+	}
+}
+
 func TestSeccompProfileApplies(t *testing.T) {
 	e := newTestEnv(t)
 	// A Localhost-style profile as daemon/seccomp resolves it: everything allowed but

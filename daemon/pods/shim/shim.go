@@ -20,6 +20,10 @@ type Config struct {
 	Bundle   string // OCI bundle directory
 	StateDir string // where runc.log, init.pid and exit.json go
 	LogPath  string // the container's CRI log file (appended to)
+	// LogMaxBytes and LogMaxFiles rotate the log (kubelet's containerLogMaxSize and
+	// containerLogMaxFiles; crilog's defaults when 0).
+	LogMaxBytes int64
+	LogMaxFiles int
 }
 
 // Files in the state directory.
@@ -56,7 +60,8 @@ func ReadExit(stateDir string) (Exit, error) {
 // Args are the command-line arguments that give a shim c (after the shim command).
 func (c Config) Args() []string {
 	return []string{"--runc", c.Runc, "--root", c.Root, "--id", c.ID, "--bundle", c.Bundle,
-		"--state-dir", c.StateDir, "--log", c.LogPath}
+		"--state-dir", c.StateDir, "--log", c.LogPath,
+		"--log-max-bytes", strconv.FormatInt(c.LogMaxBytes, 10), "--log-max-files", strconv.Itoa(c.LogMaxFiles)}
 }
 
 func parseArgs(args []string) (Config, error) {
@@ -68,6 +73,8 @@ func parseArgs(args []string) (Config, error) {
 	fs.StringVar(&c.Bundle, "bundle", "", "OCI bundle directory")
 	fs.StringVar(&c.StateDir, "state-dir", "", "state directory")
 	fs.StringVar(&c.LogPath, "log", "", "CRI log file")
+	fs.Int64Var(&c.LogMaxBytes, "log-max-bytes", 0, "rotate the log past this size (0: 10 MiB)")
+	fs.IntVar(&c.LogMaxFiles, "log-max-files", 0, "log files kept, the live one included (0: 5)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}

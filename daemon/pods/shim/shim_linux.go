@@ -93,7 +93,14 @@ func run(cfg Config, ready *os.File) error {
 		report(ready, "error "+err.Error())
 		return err
 	}
-	logFile, err := os.OpenFile(cfg.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	maxBytes, maxFiles := cfg.LogMaxBytes, cfg.LogMaxFiles
+	if maxBytes == 0 {
+		maxBytes = crilog.DefaultMaxBytes
+	}
+	if maxFiles == 0 {
+		maxFiles = crilog.DefaultMaxFiles
+	}
+	logFile, err := crilog.OpenRotating(cfg.LogPath, maxBytes, maxFiles, time.Now)
 	if err != nil {
 		report(ready, "error "+err.Error())
 		return err

@@ -36,7 +36,7 @@ not json
 }
 
 func TestArgsRoundTrip(t *testing.T) {
-	c := Config{Runc: "/usr/bin/runc", Root: "/run/r", ID: "id1", Bundle: "/b", StateDir: "/s", LogPath: "/l/0.log"}
+	c := Config{Runc: "/usr/bin/runc", Root: "/run/r", ID: "id1", Bundle: "/b", StateDir: "/s", LogPath: "/l/0.log", LogMaxBytes: 1 << 20, LogMaxFiles: 3}
 	got, err := parseArgs(c.Args())
 	if err != nil || got != c {
 		t.Errorf("parseArgs(Args()) = %+v, %v; want %+v", got, err, c)
