@@ -98,6 +98,9 @@ type exitEvent struct {
 	err      error
 }
 
+// maxSetupBackoff caps the wait between attempts to set a pod up.
+const maxSetupBackoff = time.Minute
+
 // NewPodWorker returns a worker for pod; Run starts it.
 func NewPodWorker(cfg *WorkerConfig, pod *corev1.Pod) *PodWorker {
 	return &PodWorker{cfg: cfg, pod: pod.DeepCopy(), events: make(chan exitEvent, 16),
@@ -115,8 +118,23 @@ func (w *PodWorker) Run(ctx context.Context) error {
 	defer w.waiters.Wait()
 	w.st.StartTime = w.cfg.Clock.Now()
 	w.st.HostIPs = w.cfg.HostIPs
-	if err := w.setup(ctx); err != nil {
-		return err
+	// A pod whose cgroup, network or sandbox cannot be made yet waits in Pending
+	// (its containers ContainerCreating) and is retried with backoff, as kubelet
+	// retries a failed sandbox.
+	for delay := time.Second; ; delay = min(2*delay, maxSetupBackoff) {
+		err := w.setup(ctx)
+		if err == nil {
+			break
+		}
+		w.cfg.Logger.Warn("pod setup failed; retrying", "pod", w.pod.Namespace+"/"+w.pod.Name, "in", delay, "err", err)
+		w.report()
+		t := w.cfg.Clock.NewTimer(delay)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		}
 	}
 	for {
 		now := w.cfg.Clock.Now()

@@ -457,3 +457,36 @@ func TestWorkerRestartsContainerFailingLiveness(t *testing.T) {
 		t.Errorf("last state after the liveness kill: %+v", last)
 	}
 }
+
+// flakyNetwork fails its first Setup.
+type flakyNetwork struct {
+	netnsNetwork
+	calls *atomic.Int32
+}
+
+func (n flakyNetwork) Setup(ctx context.Context, uid string) (PodNetworkStatus, error) {
+	if n.calls.Add(1) == 1 {
+		return PodNetworkStatus{}, fmt.Errorf("bridge not ready")
+	}
+	return n.netnsNetwork.Setup(ctx, uid)
+}
+
+func TestWorkerRetriesPodSetup(t *testing.T) {
+	e := newWorkerEnv(t)
+	calls := &atomic.Int32{}
+	e.cfg.Network = flakyNetwork{e.cfg.Network.(netnsNetwork), calls}
+	zero := int64(0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "retry", Namespace: "ns", UID: types.UID("dddddddd-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &zero, Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sleep", "1000"}}}}}
+	e.run(t, pod)
+	s := e.until(t, 0, "Pending after the failed setup", func(s corev1.PodStatus) bool { return len(s.ContainerStatuses) == 1 })
+	if s.Phase != corev1.PodPending || s.ContainerStatuses[0].State.Waiting == nil || s.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("status after a failed setup: phase %s, %+v", s.Phase, s.ContainerStatuses[0].State)
+	}
+	e.until(t, time.Second, "Running after the retry", func(s corev1.PodStatus) bool {
+		return s.ContainerStatuses[0].State.Running != nil
+	})
+	if n := calls.Load(); n != 2 {
+		t.Errorf("network Setup called %d times, want 2", n)
+	}
+}
