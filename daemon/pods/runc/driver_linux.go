@@ -78,10 +78,17 @@ func (d *Driver) Create(ctx context.Context, o CreateOptions) (Checkpoint, error
 		return Checkpoint{}, err
 	}
 	dir := d.stateDir(o.ID)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, os.ErrExist) {
+	err = os.Mkdir(dir, 0o700)
+	if errors.Is(err, os.ErrExist) {
+		if _, cerr := d.Checkpoint(o.ID); !errors.Is(cerr, ErrNotFound) {
 			return Checkpoint{}, fmt.Errorf("container %s already exists", o.ID)
 		}
+		// A create that a crash interrupted before its checkpoint was written: nothing
+		// adopted it, so remove what it left (runc's container, killing it) and retry.
+		d.cleanupFailedCreate(o.ID)
+		err = os.Mkdir(dir, 0o700)
+	}
+	if err != nil {
 		return Checkpoint{}, err
 	}
 	cp, err := d.startShim(ctx, o, dir)

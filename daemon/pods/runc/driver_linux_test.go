@@ -427,3 +427,19 @@ func parentOf(t *testing.T, pid int) int {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestCreateReplacesAnInterruptedCreate(t *testing.T) {
+	e := newTestEnv(t)
+	id, logPath := e.container("again", corev1.Container{Command: []string{"sh", "-c", "echo second"}})
+	// What a plinthd killed between the shim's start and the checkpoint leaves behind.
+	if err := os.MkdirAll(filepath.Join(e.cfg.StateDir, id), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.d.Create(ctx, CreateOptions{ID: id, Bundle: filepath.Join(e.dir, "pods", "again"), LogPath: logPath}); err != nil {
+		t.Fatalf("create over an interrupted create: %v", err)
+	}
+	if _, err := e.d.Create(ctx, CreateOptions{ID: id, Bundle: filepath.Join(e.dir, "pods", "again"), LogPath: logPath}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second create of a recorded container: %v, want already exists", err)
+	}
+}

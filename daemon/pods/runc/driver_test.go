@@ -42,3 +42,12 @@ func TestListSkipsAndReportsBadCheckpoints(t *testing.T) {
 		t.Errorf("Checkpoint(missing) = %v", err)
 	}
 }
+
+func TestListReportsIncompleteCreates(t *testing.T) {
+	d := &Driver{cfg: Config{StateDir: t.TempDir()}}
+	_ = os.MkdirAll(filepath.Join(d.cfg.StateDir, "half-made"), 0o700)
+	list, err := d.List()
+	if len(list) != 0 || err == nil || !strings.Contains(err.Error(), "half-made") {
+		t.Errorf("List with an incomplete create = %+v, %v", list, err)
+	}
+}
