@@ -1,0 +1,96 @@
+package images
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plinth/plinth/internal/kerneltest"
+)
+
+// The overlay root of a two-layer image shows the merged view (a whiteout hides a lower
+// file, an opaque directory hides a lower directory's contents), writes go to the
+// container's upperdir and leave the shared layers untouched, and removal leaves no
+// mount behind.
+func TestOverlayRootMergesLayersAndCleansUp(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.OverlayFS)
+	s, _ := newTestStore(t, "")
+	if mode := s.RootFSModeInUse(); mode != RootFSOverlay {
+		t.Fatalf("the overlay probe chose %s on a host with overlayfs", mode)
+	}
+	rec := storeTestImage(t, s, twoLayerImage(t), "example.com/two:v1")
+	containerDir := t.TempDir()
+	t.Cleanup(func() {
+		if err := RemoveRootFS(containerDir); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	root, err := s.PrepareRootFS(rec.ID, containerDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mounted, err := isMountPoint(root); err != nil || !mounted {
+		t.Fatalf("%s is not a mount point (%v)", root, err)
+	}
+	if got := treeView(t, root); strings.Join(got, "\n") != strings.Join(wantMergedTree, "\n") {
+		t.Fatalf("merged view:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantMergedTree, "\n"))
+	}
+
+	// Writes land in the container's upperdir, not in the shared layer.
+	if err := os.WriteFile(filepath.Join(root, "etc/keep"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "etc/new")); err != nil {
+		t.Fatal(err)
+	}
+	lowerDir, _ := s.layerDir(rec.ChainIDs[0])
+	if body, _ := os.ReadFile(filepath.Join(lowerDir, layerFSDir, "etc/keep")); string(body) != "keep" {
+		t.Fatalf("the shared layer changed: %q", body)
+	}
+	if body, _ := os.ReadFile(filepath.Join(containerDir, upperDirName, "etc/keep")); string(body) != "changed" {
+		t.Fatalf("upperdir holds %q", body)
+	}
+
+	// Idempotent, and after an unmount (a reboot) it mounts again keeping the writes.
+	if again, err := s.PrepareRootFS(rec.ID, containerDir); err != nil || again != root {
+		t.Fatalf("second PrepareRootFS = %q, %v", again, err)
+	}
+	if n := countMounts(t, root); n != 1 {
+		t.Fatalf("%d mounts on %s after a second prepare, want 1", n, root)
+	}
+	if err := unmountForTest(root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PrepareRootFS(rec.ID, containerDir); err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := os.ReadFile(filepath.Join(root, "etc/keep")); string(body) != "changed" {
+		t.Fatalf("after remount etc/keep is %q", body)
+	}
+
+	if err := RemoveRootFS(containerDir); err != nil {
+		t.Fatal(err)
+	}
+	if n := countMounts(t, root); n != 0 {
+		t.Fatalf("%d mounts left on %s", n, root)
+	}
+	if entries, _ := os.ReadDir(containerDir); len(entries) != 0 {
+		t.Fatalf("RemoveRootFS left %v", entries)
+	}
+}
+
+func countMounts(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && unescapeMountPath(f[4]) == path {
+			n++
+		}
+	}
+	return n
+}
