@@ -37,10 +37,10 @@ func TestDecidePull(t *testing.T) {
 		{"app:v1", corev1.PullIfNotPresent, false, Pull},
 		{"app:v1", corev1.PullNever, true, UseLocal},
 		{"app:v1", corev1.PullNever, false, FailNeverPull},
-		{"app:v1", "", true, UseLocal},   // defaults to IfNotPresent
-		{"app", "", true, Pull},          // latest defaults to Always
-		{"app:latest", "", false, Pull},  // latest defaults to Always
-		{"app:v1", "", false, Pull},      // IfNotPresent, missing
+		{"app:v1", "", true, UseLocal},  // defaults to IfNotPresent
+		{"app", "", true, Pull},         // latest defaults to Always
+		{"app:latest", "", false, Pull}, // latest defaults to Always
+		{"app:v1", "", false, Pull},     // IfNotPresent, missing
 	}
 	for _, c := range cases {
 		got, err := DecidePull(c.image, c.policy, c.present)
