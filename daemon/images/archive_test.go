@@ -143,12 +143,14 @@ func FuzzImportArchive(f *testing.F) {
 	f.Add(fuzzTar(f, map[string]string{"manifest.json": `[{"Config":"../../etc/passwd","Layers":[]}]`}))
 	f.Add(fuzzTar(f, map[string]string{"oci-layout": `{"imageLayoutVersion":"1.0.0"}`, "index.json": `{"schemaVersion":2,"manifests":[]}`}))
 	f.Add(fuzzTar(f, map[string]string{"oci-layout": `{}`, "index.json": `{"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:` + hex64('0') + `","size":2}]}`, "blobs/sha256/" + hex64('0'): `{}`}))
+	// One store for the whole run: a fresh store per input costs more than the input.
+	s, err := Open(Options{Root: filepath.Join(f.TempDir(), "images"), RootFSMode: RootFSCopy})
+	if err != nil {
+		f.Fatal(err)
+	}
+	archiveDir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Open(Options{Root: filepath.Join(t.TempDir(), "images"), RootFSMode: RootFSCopy})
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "archive")
+		path := filepath.Join(archiveDir, "archive")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
