@@ -4,6 +4,8 @@
 //	plinthctl pressure [--address 127.0.0.1:10248] live eviction signals, feeds and conditions
 //	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
 //	                                               join the cluster: write plinthd's kubeconfig
+//	plinthctl image import [--root DIR] FILE...    store docker-save or OCI layout archives
+//	plinthctl image list [--root DIR]              list the node's images
 //	plinthctl version
 package main
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
+	"github.com/plinth/plinth/daemon/images/imagectl"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/internal/version"
 )
@@ -29,6 +32,8 @@ commands:
   pressure  show the live eviction signals and thresholds, the feeds and the pressure conditions
   join      obtain this node's client certificate with a bootstrap token and write
             plinthd's kubeconfig (see plinthctl join -h)
+  image     import image archives into the node's image store, list its images
+            (see plinthctl image)
   version   print the version
 `
 
@@ -43,6 +48,11 @@ func main() {
 	case "join":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := controlclient.JoinCommand(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	case "image":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := imagectl.Command(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	case "status":
