@@ -88,13 +88,23 @@ func (s *Store) EnsureImage(ctx context.Context, req PullRequest) (*Image, error
 	}
 	// Concurrent pulls of one reference with the same secrets share one download; with
 	// different secrets they run apart, as one pod's credentials must not serve another.
-	v, err, _ := s.puller.flight.Do(ref.Name()+"\x00"+secretsFingerprint(req.PullSecrets), func() (any, error) {
-		return s.pull(ctx, ref, keychain)
+	// The shared pull outlives any one caller's context (another caller may still want
+	// it); each caller stops waiting when its own context ends.
+	ch := s.puller.flight.DoChan(ref.Name()+"\x00"+secretsFingerprint(req.PullSecrets), func() (any, error) {
+		return s.pull(context.WithoutCancel(ctx), ref, keychain)
 	})
-	if err != nil {
-		s.puller.backoff.failed(backoffKey, err)
-		return nil, &PullError{Image: req.Image, Reason: ErrImagePull, Err: err}
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		// Not the image's fault: no back-off.
+		return nil, &PullError{Image: req.Image, Reason: ErrImagePull, Err: ctx.Err()}
 	}
+	if res.Err != nil {
+		s.puller.backoff.failed(backoffKey, res.Err)
+		return nil, &PullError{Image: req.Image, Reason: ErrImagePull, Err: res.Err}
+	}
+	v := res.Val
 	s.puller.backoff.succeeded(backoffKey)
 	return s.withConfig(v.(*Record))
 }

@@ -157,3 +157,17 @@ func TestConcurrentPullsOfOneImageShareTheDownload(t *testing.T) {
 		t.Fatalf("%d blob downloads for 8 concurrent pulls of a one-layer image, want 2", got)
 	}
 }
+
+func TestCancelledCallerDoesNotBackOffTheImage(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	ref := reg.PushBusybox(t, "test/cancel:v1", "/bin/true")
+	s, _ := newTestStore(t, RootFSCopy)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.EnsureImage(ctx, PullRequest{Image: ref}); err != nil && Reason(err) != "ErrImagePull" {
+		t.Fatalf("cancelled caller: %v", err)
+	}
+	if _, err := s.EnsureImage(context.Background(), PullRequest{Image: ref}); err != nil {
+		t.Fatalf("after a cancelled caller: %v; want the pull to go ahead, not back off", err)
+	}
+}

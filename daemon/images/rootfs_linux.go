@@ -38,9 +38,10 @@ const (
 )
 
 type rootfsState struct {
-	ImageID  string     `json:"imageID"`
-	Mode     RootFSMode `json:"mode"`
-	ChainIDs []string   `json:"chainIDs"`
+	ContainerID string     `json:"containerID"`
+	ImageID     string     `json:"imageID"`
+	Mode        RootFSMode `json:"mode"`
+	ChainIDs    []string   `json:"chainIDs"`
 }
 
 // RootFSModeInUse returns the mode PrepareRootFS uses, probing overlayfs on first call.
@@ -80,12 +81,12 @@ func probeOverlay(root string) error {
 	return unix.Unmount(merged, 0)
 }
 
-// PrepareRootFS builds the root file system of a container from image imageID in
-// containerDir (which the runtime owns and creates) and returns its path,
-// containerDir/rootfs. It is idempotent: called again, or after a crash or a reboot, it
+// PrepareRootFS builds the root file system of container containerID from image
+// imageID (an ID from EnsureImage) in containerDir, which the runtime owns and has
+// created, and returns its path, containerDir/rootfs. It is idempotent: called again, or after a crash or a reboot, it
 // returns the same root, mounting the overlay again if it is no longer mounted and
 // keeping what the container wrote. It also marks the image used.
-func (s *Store) PrepareRootFS(imageID, containerDir string) (string, error) {
+func (s *Store) PrepareRootFS(containerID, imageID, containerDir string) (string, error) {
 	rec, err := s.readRecord(imageID)
 	if err != nil {
 		return "", fmt.Errorf("rootfs for image %s: %w", imageID, err)
@@ -94,8 +95,8 @@ func (s *Store) PrepareRootFS(imageID, containerDir string) (string, error) {
 	if strings.ContainsAny(containerDir, ",:") {
 		return "", fmt.Errorf("rootfs: container directory %q holds a comma or colon, which overlayfs options cannot carry", containerDir)
 	}
-	if err := s.buildRootFS(rec, containerDir); err != nil {
-		return "", fmt.Errorf("rootfs for image %s in %s: %w", imageID, containerDir, err)
+	if err := s.buildRootFS(containerID, rec, containerDir); err != nil {
+		return "", fmt.Errorf("rootfs of container %s (image %s) in %s: %w", containerID, imageID, containerDir, err)
 	}
 	if err := s.MarkUsed(rec.ID); err != nil {
 		return "", err
@@ -105,7 +106,7 @@ func (s *Store) PrepareRootFS(imageID, containerDir string) (string, error) {
 
 // buildRootFS runs under the shared lock: layers stay while the root is built, as GC
 // takes the exclusive lock to delete them.
-func (s *Store) buildRootFS(rec *Record, containerDir string) error {
+func (s *Store) buildRootFS(containerID string, rec *Record, containerDir string) error {
 	unlock, err := s.lock(unix.LOCK_SH)
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func (s *Store) buildRootFS(rec *Record, containerDir string) error {
 			}
 		}
 	}
-	state := rootfsState{ImageID: rec.ID, Mode: mode, ChainIDs: rec.ChainIDs}
+	state := rootfsState{ContainerID: containerID, ImageID: rec.ID, Mode: mode, ChainIDs: rec.ChainIDs}
 	if prev, err := readRootfsState(containerDir); err == nil {
 		if prev.ImageID != rec.ID {
 			return fmt.Errorf("the root there was built from image %s; remove it first", prev.ImageID)

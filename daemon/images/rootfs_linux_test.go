@@ -1,11 +1,17 @@
 package images
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/plinth/plinth/daemon/images/imagetest"
 	"github.com/plinth/plinth/internal/kerneltest"
 )
 
@@ -26,7 +32,7 @@ func TestOverlayRootMergesLayersAndCleansUp(t *testing.T) {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	root, err := s.PrepareRootFS(rec.ID, containerDir)
+	root, err := s.PrepareRootFS("c1", rec.ID, containerDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +59,7 @@ func TestOverlayRootMergesLayersAndCleansUp(t *testing.T) {
 	}
 
 	// Idempotent, and after an unmount (a reboot) it mounts again keeping the writes.
-	if again, err := s.PrepareRootFS(rec.ID, containerDir); err != nil || again != root {
+	if again, err := s.PrepareRootFS("c1", rec.ID, containerDir); err != nil || again != root {
 		t.Fatalf("second PrepareRootFS = %q, %v", again, err)
 	}
 	if n := countMounts(t, root); n != 1 {
@@ -62,7 +68,7 @@ func TestOverlayRootMergesLayersAndCleansUp(t *testing.T) {
 	if err := unmountForTest(root); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PrepareRootFS(rec.ID, containerDir); err != nil {
+	if _, err := s.PrepareRootFS("c1", rec.ID, containerDir); err != nil {
 		t.Fatal(err)
 	}
 	if body, _ := os.ReadFile(filepath.Join(root, "etc/keep")); string(body) != "changed" {
@@ -93,4 +99,51 @@ func countMounts(t *testing.T, path string) int {
 		}
 	}
 	return n
+}
+
+// Forty layers make the lowerdir list longer than mount(2)'s one-page option string;
+// the root is mounted through fsconfig's lowerdir+ instead.
+func TestOverlayRootWithManyLayers(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.OverlayFS)
+	s, _ := newTestStore(t, RootFSOverlay)
+	img := v1.Image(empty.Image)
+	for i := range 40 {
+		var err error
+		img, err = mutate.AppendLayers(img, imagetest.Layer(t, imagetest.File{Name: fmt.Sprintf("f%02d", i), Mode: 0o644, Body: []byte{byte('a' + i%26)}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := storeTestImage(t, s, imagetest.WithConfig(t, img, "/f00"), "example.com/many:v1")
+	optionLen := 0
+	for _, c := range rec.ChainIDs {
+		d, _ := s.layerDir(c)
+		optionLen += len(d) + len("/fs:")
+	}
+	if optionLen < os.Getpagesize() {
+		t.Fatalf("lowerdir list of %d bytes fits in a page; the test needs it not to", optionLen)
+	}
+	containerDir := t.TempDir()
+	t.Cleanup(func() {
+		if err := RemoveRootFS(containerDir); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	root, err := s.PrepareRootFS("c-many", rec.ID, containerDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countMounts(t, root); n != 1 {
+		t.Fatalf("%d mounts on %s, want 1", n, root)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil || len(entries) != 40 {
+		t.Fatalf("root holds %d entries (%v), want 40", len(entries), err)
+	}
+	if err := RemoveRootFS(containerDir); err != nil {
+		t.Fatal(err)
+	}
+	if n := countMounts(t, root); n != 0 {
+		t.Fatalf("%d mounts left", n)
+	}
 }

@@ -128,7 +128,7 @@ func testCopiedRoot(t *testing.T, format whiteoutFormat) {
 	s.whiteouts = format
 	rec := storeTestImage(t, s, twoLayerImage(t), "example.com/two:v1")
 	containerDir := t.TempDir()
-	root, err := s.PrepareRootFS(rec.ID, containerDir)
+	root, err := s.PrepareRootFS("c1", rec.ID, containerDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func testCopiedRoot(t *testing.T, format whiteoutFormat) {
 	if err := os.WriteFile(filepath.Join(root, "written"), []byte("w"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := s.PrepareRootFS(rec.ID, containerDir); err != nil || again != root {
+	if again, err := s.PrepareRootFS("c1", rec.ID, containerDir); err != nil || again != root {
 		t.Fatalf("second PrepareRootFS = %q, %v", again, err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "written")); err != nil {
