@@ -161,7 +161,7 @@ func (s *Store) GarbageCollect(ctx context.Context, p GCPolicy, inUse InUseFunc)
 		return res, err
 	}
 	res.Plan = PlanGC(p, st, images, s.clock.Now())
-	for _, id := range res.Plan.Delete {
+	for i, id := range res.Plan.Delete {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
@@ -180,6 +180,11 @@ func (s *Store) GarbageCollect(ctx context.Context, p GCPolicy, inUse InUseFunc)
 		}
 		res.Deleted = append(res.Deleted, id)
 		res.FreedBytes += freed
+		reason := gcReasonSpace
+		if i < res.Plan.AgeDeletions {
+			reason = gcReasonAge
+		}
+		s.metrics.gcCollected.WithLabelValues(reason).Inc()
 	}
 	return res, nil
 }

@@ -44,7 +44,10 @@ type ImageInfo struct {
 
 // GCPlan is which images to delete, oldest use first, and why.
 type GCPlan struct {
-	Delete []string
+	// Delete lists the images to delete; the first AgeDeletions of them for MaximumAge,
+	// the rest for disk space.
+	Delete       []string
+	AgeDeletions int
 	// BytesToFree is how much the disk-usage rule wanted freed (0 below the high
 	// threshold); FreedBytes what the chosen images add up to.
 	BytesToFree int64
@@ -84,6 +87,7 @@ func PlanGC(p GCPolicy, fs FSStats, images []ImageInfo, now time.Time) GCPlan {
 				plan.FreedBytes += im.Size
 			}
 		}
+		plan.AgeDeletions = len(plan.Delete)
 	}
 	if fs.CapacityBytes <= 0 {
 		return plan

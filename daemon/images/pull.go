@@ -91,7 +91,14 @@ func (s *Store) EnsureImage(ctx context.Context, req PullRequest) (*Image, error
 	// The shared pull outlives any one caller's context (another caller may still want
 	// it); each caller stops waiting when its own context ends.
 	ch := s.puller.flight.DoChan(ref.Name()+"\x00"+secretsFingerprint(req.PullSecrets), func() (any, error) {
-		return s.pull(context.WithoutCancel(ctx), ref, keychain)
+		start := s.clock.Now()
+		rec, downloaded, err := s.pull(context.WithoutCancel(ctx), ref, keychain)
+		var size int64
+		if rec != nil {
+			size = rec.Size
+		}
+		s.metrics.observePull(err, downloaded, size, s.clock.Since(start))
+		return rec, err
 	})
 	var res singleflight.Result
 	select {
@@ -111,8 +118,8 @@ func (s *Store) EnsureImage(ctx context.Context, req PullRequest) (*Image, error
 
 // pull fetches ref's manifest (resolving an index to linux/GOARCH) and downloads only
 // what the store lacks: when the manifest digest is one the store already has, no blob
-// is fetched and the record just gains the name.
-func (s *Store) pull(ctx context.Context, ref name.Reference, keychain authn.Keychain) (*Record, error) {
+// is fetched and the record just gains the name (downloaded is then false).
+func (s *Store) pull(ctx context.Context, ref name.Reference, keychain authn.Keychain) (rec *Record, downloaded bool, err error) {
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(keychain),
@@ -123,35 +130,36 @@ func (s *Store) pull(ctx context.Context, ref name.Reference, keychain authn.Key
 	}
 	img, err := remote.Image(ref, opts...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	digest, err := img.Digest()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if d, ok := ref.(name.Digest); ok && d.DigestStr() != digest.String() {
-		return nil, fmt.Errorf("registry served manifest %s for %s", digest, ref)
+		return nil, false, fmt.Errorf("registry served manifest %s for %s", digest, ref)
 	}
 	repoDigest := ref.Context().Digest(digest.String()).Name()
 	var repoTags []string
 	if _, ok := ref.(name.Tag); ok {
 		repoTags = []string{ref.Name()}
 	}
-	if rec, err := s.refreshKnown(repoDigest, repoTags); err != nil || rec != nil {
-		return rec, err
+	if known, err := s.refreshKnown(repoDigest, repoTags); err != nil || known != nil {
+		return known, false, err
 	}
 	cfgName, err := img.ConfigName()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", cfgName, err)
+		return nil, false, fmt.Errorf("config %s: %w", cfgName, err)
 	}
 	if cfg.OS != "" && cfg.OS != "linux" || cfg.Architecture != "" && cfg.Architecture != runtime.GOARCH {
-		return nil, fmt.Errorf("image is for %s/%s, this node is linux/%s", cfg.OS, cfg.Architecture, runtime.GOARCH)
+		return nil, false, fmt.Errorf("image is for %s/%s, this node is linux/%s", cfg.OS, cfg.Architecture, runtime.GOARCH)
 	}
-	return s.storeImage(ctx, img, repoTags, []string{repoDigest})
+	rec, err = s.storeImage(ctx, img, repoTags, []string{repoDigest})
+	return rec, err == nil, err
 }
 
 // refreshKnown finds the image with this repository digest and, if its layers are all

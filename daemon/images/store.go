@@ -16,6 +16,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
 
@@ -57,15 +58,18 @@ type Options struct {
 	// RootFSMode forces "overlay" or "copy" for container roots; empty probes overlayfs
 	// once and falls back to copying when it does not work.
 	RootFSMode RootFSMode
+	// Registerer gets the store's metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Store is the on-disk image store. It is safe for concurrent use, and several
 // processes (plinthd, plinthctl image import) may use one root at once.
 type Store struct {
-	root   string
-	clock  clock.Clock
-	log    *slog.Logger
-	puller *puller
+	root    string
+	clock   clock.Clock
+	log     *slog.Logger
+	puller  *puller
+	metrics *storeMetrics
 
 	// whiteouts is how unpacked layers mark deletions: overlayfs's own form (character
 	// devices 0/0 and the trusted.overlay.opaque xattr) when this process may create
@@ -99,11 +103,15 @@ func Open(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("image store: %w", err)
 		}
 	}
-	if err := s.removeLeftovers(); err != nil {
+	err := s.removeLeftovers()
+	if err != nil {
 		return nil, err
 	}
 	s.whiteouts = probeWhiteoutFormat(s.root)
 	s.puller = newPuller(s)
+	if s.metrics, err = newStoreMetrics(opts.Registerer); err != nil {
+		return nil, fmt.Errorf("image store metrics: %w", err)
+	}
 	return s, nil
 }
 
