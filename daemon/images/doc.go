@@ -19,5 +19,16 @@
 // leftovers that the next Open removes.
 //
 // It touches the network only through go-containerregistry's remote package, and the
-// kernel only through mount(2) (overlayfs) and the file system calls of unpacking.
+// kernel only through mount(2) and the new mount API (overlayfs) and the file system
+// calls of unpacking and copying. It is Linux-only.
+//
+// What the pod runtime calls:
+//
+//	store, err := images.Open(images.Options{Root: ..., Registerer: reg})
+//	img, err := store.EnsureImage(ctx, images.PullRequest{Image, PullPolicy, PullSecrets, BackoffKey})
+//	    // errors: images.Reason(err) is "ErrImagePull", "ImagePullBackOff",
+//	    // "ErrImageNeverPull" or "InvalidImageName"; img.Config holds entrypoint, env, user...
+//	rootfs, err := store.PrepareRootFS(containerID, img.ID, containerDir) // idempotent
+//	err = images.RemoveRootFS(containerDir)                              // idempotent
+//	gc := images.NewImageGC(store, images.DefaultGCPolicy(), inUse, 0)   // go gc.Run(ctx); gc.Trigger(); gc.Collect(ctx)
 package images
