@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -141,6 +142,52 @@ func (s *Store) RemoveImage(id string) (int64, error) {
 	return freed, nil
 }
 
+// removeOrphans deletes layer directories and blobs that no record names: what a
+// crash between removing a record and its layers left, or layers a failed pull
+// unpacked. Pulls write records under the exclusive lock after checking their layers
+// are still there, so under that lock an unnamed layer belongs to nobody.
+func (s *Store) removeOrphans() (int64, error) {
+	unlock, err := s.lock(unix.LOCK_EX)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	recs, err := s.records()
+	if err != nil {
+		return 0, err
+	}
+	keep := map[string]bool{}
+	for _, r := range recs {
+		keep[r.ID], keep[r.ManifestDigest] = true, true
+		for _, c := range r.ChainIDs {
+			keep[c] = true
+		}
+	}
+	var freed int64
+	for _, sub := range []string{"layers", "blobs/sha256"} {
+		dir := filepath.Join(s.root, sub)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return freed, err
+		}
+		for _, e := range entries {
+			digest := "sha256:" + e.Name()
+			if keep[digest] || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if sub == "layers" {
+				if m, err := s.readLayerMeta(digest); err == nil {
+					freed += m.Size
+				}
+			}
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return freed, fmt.Errorf("remove orphan %s: %w", filepath.Join(sub, e.Name()), err)
+			}
+		}
+	}
+	return freed, nil
+}
+
 // GCResult is what one image garbage collection did.
 type GCResult struct {
 	Plan       GCPlan
@@ -148,10 +195,16 @@ type GCResult struct {
 	FreedBytes int64
 }
 
-// GarbageCollect runs PlanGC on the store's images and file system and deletes the
-// chosen images. An image that came into use since the plan was made is kept.
+// GarbageCollect removes orphaned layers and blobs, runs PlanGC on the store's images
+// and file system and deletes the chosen images. An image that came into use since the
+// plan was made is kept.
 func (s *Store) GarbageCollect(ctx context.Context, p GCPolicy, inUse InUseFunc) (GCResult, error) {
 	var res GCResult
+	freed, err := s.removeOrphans()
+	res.FreedBytes += freed
+	if err != nil {
+		return res, err
+	}
 	images, err := s.Images(inUse)
 	if err != nil {
 		return res, err

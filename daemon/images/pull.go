@@ -67,7 +67,11 @@ func (s *Store) EnsureImage(ctx context.Context, req PullRequest) (*Image, error
 	}
 	switch decision {
 	case UseLocal:
-		return s.withConfig(present)
+		im, err := s.withConfig(present)
+		if err != nil {
+			return nil, &PullError{Image: req.Image, Reason: ErrImagePull, Err: err}
+		}
+		return im, nil
 	case FailNeverPull:
 		return nil, &PullError{Image: req.Image, Reason: ErrImageNeverPull,
 			Err: errors.New("the image is not present on the node and imagePullPolicy is Never")}
@@ -113,7 +117,11 @@ func (s *Store) EnsureImage(ctx context.Context, req PullRequest) (*Image, error
 	}
 	v := res.Val
 	s.puller.backoff.succeeded(backoffKey)
-	return s.withConfig(v.(*Record))
+	im, err := s.withConfig(v.(*Record))
+	if err != nil {
+		return nil, &PullError{Image: req.Image, Reason: ErrImagePull, Err: err}
+	}
+	return im, nil
 }
 
 // pull fetches ref's manifest (resolving an index to linux/GOARCH) and downloads only

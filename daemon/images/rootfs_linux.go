@@ -125,7 +125,9 @@ func (s *Store) buildRootFS(containerID string, rec *Record, containerDir string
 		}
 	}
 	state := rootfsState{ContainerID: containerID, ImageID: rec.ID, Mode: mode, ChainIDs: rec.ChainIDs}
+	fresh := true
 	if prev, err := readRootfsState(containerDir); err == nil {
+		fresh = false
 		if prev.ImageID != rec.ID {
 			return fmt.Errorf("the root there was built from image %s; remove it first", prev.ImageID)
 		}
@@ -150,8 +152,26 @@ func (s *Store) buildRootFS(containerID string, rec *Record, containerDir string
 		}
 		lowers[len(lowers)-1-i] = filepath.Join(d, layerFSDir) // overlayfs lists the top layer first
 	}
-	if state.Mode == RootFSOverlay {
-		return mountOverlay(containerDir, lowers)
+	if state.Mode != RootFSOverlay {
+		return copyRoot(containerDir, lowers)
+	}
+	err = mountOverlay(containerDir, lowers)
+	if err == nil || !fresh {
+		return err // a root that was mounted before must not silently become a copy
+	}
+	// The store's file system takes overlayfs, this container directory's may not
+	// (another file system under the pods' directory): copy instead.
+	s.log.Warn("overlay mount failed; copying the image into the container's root instead",
+		"container", containerID, "dir", containerDir, "err", err)
+	if err := RemoveRootFS(containerDir); err != nil {
+		return err
+	}
+	state.Mode = RootFSCopy
+	if data, err = json.Marshal(state); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(containerDir, rootfsMarker), data, 0o600); err != nil {
+		return err
 	}
 	return copyRoot(containerDir, lowers)
 }

@@ -147,3 +147,52 @@ func TestOverlayRootWithManyLayers(t *testing.T) {
 		t.Fatalf("%d mounts left", n)
 	}
 }
+
+// A container directory on a file system overlayfs refuses as upperdir (here an
+// overlay itself) gets a copied root instead, and it stays a copy when prepared again.
+func TestOverlayFallsBackToCopyPerContainer(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.OverlayFS)
+	s, _ := newTestStore(t, RootFSOverlay)
+	rec := storeTestImage(t, s, twoLayerImage(t), "example.com/two:v1")
+
+	base := t.TempDir()
+	for _, d := range []string{"l", "u", "w", "m"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := filepath.Join(base, "m")
+	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", filepath.Join(base, "l"), filepath.Join(base, "u"), filepath.Join(base, "w"))
+	if err := mountForTest("overlay", merged, "overlay", data); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unmountForTest(merged); err != nil {
+			t.Errorf("unmount %s: %v", merged, err)
+		}
+	})
+	containerDir := filepath.Join(merged, "c1")
+	if err := os.Mkdir(containerDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { RemoveRootFS(containerDir) })
+	root, err := s.PrepareRootFS("c1", rec.ID, containerDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countMounts(t, root); n != 0 {
+		t.Fatalf("%d mounts on %s, want a copy", n, root)
+	}
+	if got := treeView(t, root); strings.Join(got, "\n") != strings.Join(wantMergedTree, "\n") {
+		t.Fatalf("copied root:\n%s", strings.Join(got, "\n"))
+	}
+	if st, err := readRootfsState(containerDir); err != nil || st.Mode != RootFSCopy {
+		t.Fatalf("rootfs.json %+v, %v; want mode copy", st, err)
+	}
+	if _, err := s.PrepareRootFS("c1", rec.ID, containerDir); err != nil {
+		t.Fatalf("second prepare: %v", err)
+	}
+	if err := RemoveRootFS(containerDir); err != nil {
+		t.Fatal(err)
+	}
+}

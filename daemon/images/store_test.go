@@ -281,3 +281,34 @@ func TestGarbageCollectKeepsImagesInUse(t *testing.T) {
 		t.Fatalf("DiskUsage = %d, %v; want at least %d", usage, err, used.Size)
 	}
 }
+
+func TestGarbageCollectRemovesOrphanedLayers(t *testing.T) {
+	s, _ := newTestStore(t, RootFSCopy)
+	storeTestImage(t, s, imagetest.Busybox(t, "/bin/true"), "example.com/kept:v1")
+	// A crash after deleting a record and before deleting its layers.
+	orphan := storeTestImage(t, s, twoLayerImage(t), "example.com/orphan:v1")
+	p, _ := s.recordPath(orphan.ID)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.GarbageCollect(context.Background(), DefaultGCPolicy(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FreedBytes != orphan.Size {
+		t.Fatalf("freed %d bytes, want the orphan's %d", res.FreedBytes, orphan.Size)
+	}
+	for _, c := range orphan.ChainIDs {
+		if d, _ := s.layerDir(c); exists(d) {
+			t.Fatalf("orphaned layer %s survived", c)
+		}
+	}
+	if im, err := s.Lookup("example.com/kept:v1"); err != nil || im == nil {
+		t.Fatalf("kept image lost: %v", err)
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
