@@ -6,6 +6,8 @@
 //	                                               join the cluster: write plinthd's kubeconfig
 //	plinthctl image import [--root DIR] FILE...    store docker-save or OCI layout archives
 //	plinthctl image list [--root DIR]              list the node's images
+//	plinthctl seccomp check FILE                   validate a seccomp profile as plinthd will
+//	plinthctl seccomp default [--cap CAP ...]      print the RuntimeDefault profile
 //	plinthctl version
 package main
 
@@ -22,6 +24,7 @@ import (
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/images/imagectl"
 	"github.com/plinth/plinth/daemon/pressurereport"
+	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/internal/version"
 )
 
@@ -34,6 +37,8 @@ commands:
             plinthd's kubeconfig (see plinthctl join -h)
   image     import image archives into the node's image store, list its images
             (see plinthctl image)
+  seccomp   check FILE: validate a seccomp profile as plinthd will before creating a
+            container with it; default: print the RuntimeDefault profile
   version   print the version
 `
 
@@ -55,6 +60,8 @@ func main() {
 		code := imagectl.Command(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
+	case "seccomp":
+		os.Exit(seccomp.CheckCommand(seccomp.Libseccomp{}, os.Args[2:], os.Stdout, os.Stderr))
 	case "status":
 		fs := flag.NewFlagSet("plinthctl status", flag.ExitOnError)
 		addr := fs.String("address", "127.0.0.1:10248", "plinthd's healthzBindAddress")
