@@ -95,7 +95,10 @@ func (s *Store) PrepareRootFS(containerID, imageID, containerDir string) (string
 	if strings.ContainsAny(containerDir, ",:") {
 		return "", fmt.Errorf("rootfs: container directory %q holds a comma or colon, which overlayfs options cannot carry", containerDir)
 	}
-	if err := s.buildRootFS(containerID, rec, containerDir); err != nil {
+	unlock := s.containerRoots.lock(filepath.Clean(containerDir))
+	err = s.buildRootFS(containerID, rec, containerDir)
+	unlock()
+	if err != nil {
 		return "", fmt.Errorf("rootfs of container %s (image %s) in %s: %w", containerID, imageID, containerDir, err)
 	}
 	if err := s.MarkUsed(rec.ID); err != nil {

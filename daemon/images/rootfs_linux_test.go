@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -194,5 +195,32 @@ func TestOverlayFallsBackToCopyPerContainer(t *testing.T) {
 	}
 	if err := RemoveRootFS(containerDir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Concurrent prepares of one container's root mount it once.
+func TestConcurrentPrepareMountsOnce(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.OverlayFS)
+	s, _ := newTestStore(t, RootFSOverlay)
+	rec := storeTestImage(t, s, twoLayerImage(t), "example.com/two:v1")
+	containerDir := t.TempDir()
+	t.Cleanup(func() {
+		if err := RemoveRootFS(containerDir); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = s.PrepareRootFS("c1", rec.ID, containerDir) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countMounts(t, filepath.Join(containerDir, rootfsDirName)); n != 1 {
+		t.Fatalf("%d mounts after concurrent prepares, want 1", n)
 	}
 }

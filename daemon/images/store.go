@@ -78,6 +78,9 @@ type Store struct {
 
 	rootfsMu   sync.Mutex
 	rootfsMode RootFSMode // resolved lazily by probing
+	// containerRoots serializes PrepareRootFS per container directory, so two calls
+	// cannot both find the root unmounted and mount it twice.
+	containerRoots keyedMutex
 }
 
 // Open opens (creating it if needed) the store at opts.Root and removes what a crash
