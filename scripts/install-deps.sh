@@ -12,6 +12,7 @@ debian_packages=(
 	procps          # pkill/pgrep in scripts
 	e2fsprogs       # mkfs.ext4: the DiskPressure kernel test fills a loop-mounted ext4
 	util-linux      # losetup, mount
+	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
 )
 
 missing=()
