@@ -383,4 +383,3 @@ func prefixEnd(p netip.Prefix) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
-

@@ -53,7 +53,7 @@ func TestModelRejectsInvalidBatchesAtomically(t *testing.T) {
 	}
 	before := r.Text(ref)
 	cases := map[string]func(b *Batch){
-		"jump to a missing chain": func(b *Batch) { b.AddRule(ref, "svc", Jump("nope")) },
+		"jump to a missing chain":   func(b *Batch) { b.AddRule(ref, "svc", Jump("nope")) },
 		"delete a referenced chain": func(b *Batch) { b.DeleteChain(ref, "ep-a") },
 		"delete a referenced set":   func(b *Batch) { b.DeleteSet(ref, "service-ips") },
 		"change an element's data": func(b *Batch) {
@@ -62,7 +62,9 @@ func TestModelRejectsInvalidBatchesAtomically(t *testing.T) {
 		"delete a missing element": func(b *Batch) {
 			b.DeleteElements(ref, "nodeport-ips", Element{Key: []Value{AddrValue(mustAddr("192.0.2.99"))}})
 		},
-		"wrong key arity": func(b *Batch) { b.AddRule(ref, "svc", Lookup{Fields: []Field{FieldDaddr, FieldL4Proto}, Set: "nodeport-ips"}) },
+		"wrong key arity": func(b *Batch) {
+			b.AddRule(ref, "svc", Lookup{Fields: []Field{FieldDaddr, FieldL4Proto}, Set: "nodeport-ips"})
+		},
 		"update a static set": func(b *Batch) {
 			b.AddRule(ref, "svc", UpdateSet{Set: "nodeport-ips", Field: FieldSaddr})
 		},

@@ -85,14 +85,14 @@ type ChainSpec struct {
 type DataType uint8
 
 const (
-	TypeIPv4Addr  DataType = iota + 1 // ipv4_addr, 4 bytes, network order
-	TypeIPv6Addr                      // ipv6_addr, 16 bytes, network order
-	TypeInetProto                     // inet_proto, 1 byte
-	TypeInetService                   // inet_service, 2 bytes, network order
-	TypeMark                          // mark, 4 bytes, host order
-	TypeInteger                       // integer, 4 bytes, host order
-	TypeAddrType                      // addrtype (fib results), 4 bytes, host order
-	TypeVerdict                       // verdict (map data only)
+	TypeIPv4Addr    DataType = iota + 1 // ipv4_addr, 4 bytes, network order
+	TypeIPv6Addr                        // ipv6_addr, 16 bytes, network order
+	TypeInetProto                       // inet_proto, 1 byte
+	TypeInetService                     // inet_service, 2 bytes, network order
+	TypeMark                            // mark, 4 bytes, host order
+	TypeInteger                         // integer, 4 bytes, host order
+	TypeAddrType                        // addrtype (fib results), 4 bytes, host order
+	TypeVerdict                         // verdict (map data only)
 )
 
 var typeNames = map[DataType]string{
@@ -172,11 +172,11 @@ type Verdict struct {
 	Chain string // Jump and Goto
 }
 
-func Accept() Verdict             { return Verdict{Kind: VerdictAccept} }
-func Drop() Verdict               { return Verdict{Kind: VerdictDrop} }
-func Return() Verdict             { return Verdict{Kind: VerdictReturn} }
-func Jump(chain string) Verdict   { return Verdict{Kind: VerdictJump, Chain: chain} }
-func Goto(chain string) Verdict   { return Verdict{Kind: VerdictGoto, Chain: chain} }
+func Accept() Verdict               { return Verdict{Kind: VerdictAccept} }
+func Drop() Verdict                 { return Verdict{Kind: VerdictDrop} }
+func Return() Verdict               { return Verdict{Kind: VerdictReturn} }
+func Jump(chain string) Verdict     { return Verdict{Kind: VerdictJump, Chain: chain} }
+func Goto(chain string) Verdict     { return Verdict{Kind: VerdictGoto, Chain: chain} }
 func (v Verdict) pointer() *Verdict { return &v }
 
 // Rule is a list of expressions, evaluated in order.
