@@ -11,6 +11,9 @@ type Programmer interface {
 	Apply(ctx context.Context, b *Batch) error
 	// List reads a table back; ok is false when the table does not exist.
 	List(ctx context.Context, ref TableRef) (t *Table, ok bool, err error)
+	// DeleteTables removes the tables that exist among refs in one transaction and
+	// succeeds when none does.
+	DeleteTables(ctx context.Context, refs ...TableRef) error
 }
 
 type opKind uint8

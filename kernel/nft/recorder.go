@@ -47,6 +47,21 @@ func (r *Recorder) List(ctx context.Context, ref TableRef) (*Table, bool, error)
 	return t.clone(), true, nil
 }
 
+func (r *Recorder) DeleteTables(ctx context.Context, refs ...TableRef) error {
+	r.mu.Lock()
+	var b Batch
+	for _, ref := range refs {
+		if _, ok := r.model.Tables[ref]; ok {
+			b.DeleteTable(ref)
+		}
+	}
+	r.mu.Unlock()
+	if b.Empty() {
+		return nil
+	}
+	return r.Apply(ctx, &b)
+}
+
 // Batches returns the operations of every successful Apply, oldest first.
 func (r *Recorder) Batches() [][]string {
 	r.mu.Lock()

@@ -1,0 +1,281 @@
+package nftrules
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/plinth/plinth/daemon/proxy/desired"
+	"github.com/plinth/plinth/kernel/nft"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run with -update after checking):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+var both = []nft.TableRef{tableRef(desired.IPv4), tableRef(desired.IPv6)}
+
+func newTestSyncer() (*Syncer, *nft.Recorder, *clocktesting.FakeClock) {
+	rec := nft.NewRecorder()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	return New(rec, clk), rec, clk
+}
+
+// Every shape alone, as golden text: what each kind of Service becomes.
+func TestGoldenPerShape(t *testing.T) {
+	for name, sp := range shapes() {
+		t.Run(name, func(t *testing.T) {
+			s, rec, _ := newTestSyncer()
+			snap := snapshotOf(map[string]desired.ServicePort{name: sp})
+			if err := s.Sync(context.Background(), snap, desired.Changes{Full: true}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "shape-"+name, serviceText(rec.Text(both...)))
+		})
+	}
+}
+
+// The whole table with every shape, including the fixed chains.
+func TestGoldenAllShapes(t *testing.T) {
+	s, rec, _ := newTestSyncer()
+	if err := s.Sync(context.Background(), snapshotOf(shapes()), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "all-shapes", rec.Text(both...))
+	ops := rec.Batches()[0]
+	if ops[0] != "add table ip plinth" || ops[1] != "delete table ip plinth" {
+		t.Errorf("the first sync does not start from a clean table: %v", ops[:3])
+	}
+}
+
+// serviceText keeps what a service adds to the tables: its own chains (their names
+// carry namespace/name) and the sets and maps that hold elements, so each shape's
+// golden file shows just that shape.
+func serviceText(s string) string {
+	var out []string
+	lines := strings.Split(s, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "\t\t") {
+			if strings.HasPrefix(line, "table ") || line == "}" {
+				out = append(out, line)
+			}
+			continue
+		}
+		j := i
+		for j < len(lines) && lines[j] != "\t}" {
+			j++
+		}
+		block := lines[i : j+1]
+		keep := false
+		switch f[0] {
+		case "chain":
+			keep = strings.Contains(f[1], "/")
+		case "set", "map":
+			keep = strings.Contains(f[1], "/") || strings.Contains(strings.Join(block, "\n"), "elements = {")
+		}
+		if keep {
+			out = append(out, block...)
+		}
+		i = j
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// A chain of partial syncs ends with exactly the table a full sync of the final state
+// writes, and each partial sync sends only what changed.
+func TestPartialSyncsConvergeOnFullSync(t *testing.T) {
+	ctx := context.Background()
+	s, rec, clk := newTestSyncer()
+	all := shapes()
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		mutate func(m map[string]desired.ServicePort)
+		change []string
+	}{
+		{"scale clusterip to one endpoint", func(m map[string]desired.ServicePort) {
+			sp := m["clusterip"]
+			sp.ClusterEndpoints = sp.ClusterEndpoints[:1]
+			sp.ExternalEndpoints = sp.ExternalEndpoints[:1]
+			m["clusterip"] = sp
+		}, []string{"clusterip"}},
+		{"give no-endpoints an endpoint", func(m map[string]desired.ServicePort) {
+			sp := m["no-endpoints"]
+			sp.ClusterEndpoints = []desired.Endpoint{ep("10.244.2.7", 80, "node-a", false)}
+			sp.ExternalEndpoints = sp.ClusterEndpoints
+			m["no-endpoints"] = sp
+		}, []string{"no-endpoints"}},
+		{"delete the load balancer", func(m map[string]desired.ServicePort) { delete(m, "loadbalancer") }, []string{"loadbalancer"}},
+		{"add a service", func(m map[string]desired.ServicePort) {
+			m["new"] = desired.ServicePort{ClusterIP: a("10.96.0.99"), Port: 8443, NodePort: 31000,
+				ClusterEndpoints: []desired.Endpoint{ep("10.244.3.9", 8443, "node-b", false)}, ExternalEndpoints: []desired.Endpoint{ep("10.244.3.9", 8443, "node-b", false)}}
+		}, []string{"new"}},
+		{"change affinity timeout", func(m map[string]desired.ServicePort) {
+			sp := m["affinity"]
+			sp.SessionAffinity = time.Minute
+			m["affinity"] = sp
+		}, []string{"affinity"}},
+		{"nothing changed but listed", func(map[string]desired.ServicePort) {}, []string{"udp-dns"}},
+	}
+	for _, step := range steps {
+		step.mutate(all)
+		changed := map[desired.ServicePortName]bool{}
+		for _, n := range step.change {
+			changed[pn(n, "http", protoOfShape(n))] = true
+		}
+		before := len(rec.Batches())
+		if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Changed: changed}); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if len(rec.Batches()) != before+1 {
+			t.Fatalf("%s: want exactly one batch", step.name)
+		}
+		ops := rec.Batches()[len(rec.Batches())-1]
+		for _, op := range ops {
+			if strings.Contains(op, "add table") || strings.Contains(op, "flush set") {
+				t.Errorf("%s: a partial sync rewrote more than the change: %q", step.name, op)
+			}
+		}
+		if step.name == "nothing changed but listed" && len(ops) != 0 {
+			t.Errorf("%s: sent %d operations: %v", step.name, len(ops), ops)
+		}
+
+		// Compare with a fresh full sync of the same state (stale chains aside).
+		fresh, frec, _ := newTestSyncer()
+		if err := fresh.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+			t.Fatal(err)
+		}
+		got := withoutStale(rec.Text(both...), s)
+		if want := frec.Text(both...); got != want {
+			t.Fatalf("%s: partial syncs diverged from a full sync:\n--- partial ---\n%s\n--- full ---\n%s", step.name, got, want)
+		}
+		clk.Step(300 * time.Millisecond)
+	}
+	// After a second, the stale chains and sets go on the next sync.
+	clk.Step(StaleChainDelay)
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, frec, _ := newTestSyncer()
+	if err := fresh.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.Text(both...), frec.Text(both...); got != want {
+		t.Fatalf("stale chains were not deleted after %v:\n%s", StaleChainDelay, got)
+	}
+}
+
+func protoOfShape(n string) desired.Protocol {
+	switch n {
+	case "udp-dns":
+		return desired.UDP
+	case "sctp":
+		return desired.SCTP
+	}
+	return desired.TCP
+}
+
+// withoutStale removes the (flushed, empty) stale chains and sets from the text.
+func withoutStale(text string, s *Syncer) string {
+	stale := map[string]bool{}
+	for _, ct := range s.tables {
+		for c := range ct.stale {
+			stale[c] = true
+		}
+		for c := range ct.staleSets {
+			stale[c] = true
+		}
+	}
+	var out []string
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		trim := strings.TrimSpace(lines[i])
+		f := strings.Fields(trim)
+		if len(f) >= 2 && (f[0] == "chain" || f[0] == "set") && stale[f[1]] {
+			for i < len(lines) && lines[i] != "\t}" {
+				i++
+			}
+			i++ // the blank line after
+			continue
+		}
+		out = append(out, lines[i])
+	}
+	return strings.Join(out, "\n")
+}
+
+// A failed apply leaves the committed record unused: the next sync is a full one.
+func TestFailedSyncForcesFullSync(t *testing.T) {
+	ctx := context.Background()
+	s, rec, _ := newTestSyncer()
+	all := shapes()
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	rec.FailNext = errors.New("injected")
+	delete(all, "clusterip")
+	changed := map[desired.ServicePortName]bool{pn("clusterip", "http", desired.TCP): true}
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Changed: changed}); err == nil {
+		t.Fatal("want the injected error")
+	}
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{}); err != nil {
+		t.Fatal(err)
+	}
+	ops := rec.Batches()[len(rec.Batches())-1]
+	if ops[1] != "delete table ip plinth" {
+		t.Errorf("the sync after a failure was not a full rebuild: %v", ops[:2])
+	}
+	if strings.Contains(rec.Text(both...), "10.96.0.10") {
+		t.Error("the deleted service is still programmed")
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	ctx := context.Background()
+	s, rec, _ := newTestSyncer()
+	if err := s.Cleanup(ctx); err != nil {
+		t.Fatalf("cleanup without tables: %v", err)
+	}
+	if err := s.Sync(ctx, snapshotOf(shapes()), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if txt := rec.Text(both...); txt != "" {
+		t.Fatalf("tables left after cleanup:\n%s", txt)
+	}
+	var out strings.Builder
+	if err := Dump(ctx, rec, &out); err != nil || !strings.Contains(out.String(), "no plinth tables") {
+		t.Fatalf("Dump after cleanup: %q %v", out.String(), err)
+	}
+}
