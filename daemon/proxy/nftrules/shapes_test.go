@@ -56,7 +56,7 @@ func shapes() map[string]desired.ServicePort {
 		"loadbalancer": {ClusterIP: a("10.96.0.35"), Port: 443, NodePort: 30443,
 			ExternalIPs: []netip.Addr{a("198.51.100.7")}, LoadBalancerIPs: []netip.Addr{a("203.0.113.9")},
 			LoadBalancerSourceRanges: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/28"), netip.MustParsePrefix("198.18.0.0/15")},
-			ClusterEndpoints: twoEPs, ExternalEndpoints: twoEPs},
+			ClusterEndpoints:         twoEPs, ExternalEndpoints: twoEPs},
 		"headless": {Port: 80, ClusterEndpoints: twoEPs},
 		"ipv6": {Family: desired.IPv6, ClusterIP: a("fd00:96::10"), Port: 80, NodePort: 30090,
 			ClusterEndpoints:  []desired.Endpoint{ep("fd00:244:2::7", 8080, "node-a", false)},
