@@ -217,6 +217,13 @@ func compileRule(f Family, r Rule, newAnonMap func(elems []gnft.SetElement) (*gn
 			out = append(out,
 				&expr.Numgen{Register: reg1, Modulus: uint32(len(e.Targets)), Type: unix.NFT_NG_RANDOM},
 				&expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID, IsDestRegSet: true, DestRegister: 0})
+		case NumgenCmp:
+			if e.Mod == 0 || e.Value >= e.Mod {
+				return nil, fmt.Errorf("%s: value outside the modulus", e.text(f))
+			}
+			out = append(out,
+				&expr.Numgen{Register: reg1, Modulus: e.Mod, Type: unix.NFT_NG_RANDOM},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(e.Value)})
 		case MarkOr, MarkXor:
 			var mask, xor uint32
 			if m, ok := e.(MarkOr); ok {

@@ -359,6 +359,11 @@ func decodeCmp(f Family, r *regContent, e *expr.Cmp) (Expr, error) {
 	}
 	zero := bytes.Equal(e.Data, make([]byte, len(e.Data)))
 	switch {
+	case r.numgen > 0:
+		if neq || len(e.Data) != 4 {
+			return nil, fmt.Errorf("numgen match is not 'numgen random mod N V'")
+		}
+		return NumgenCmp{Mod: r.numgen, Value: binaryutil.NativeEndian.Uint32(e.Data)}, nil
 	case r.isCt:
 		if r.mask == nil || binaryutil.NativeEndian.Uint32(r.mask) != ctNew || !neq || !zero {
 			return nil, fmt.Errorf("ct state match is not 'ct state new'")

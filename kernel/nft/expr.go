@@ -109,8 +109,16 @@ type VMap struct {
 	Map    string
 }
 
-// NumgenVMap picks one of Targets at random (numgen random mod len(Targets)).
+// NumgenVMap picks one of Targets at random (numgen random mod len(Targets)) through
+// an anonymous verdict map. Every anonymous map is a set of the table, and the kernel
+// finds sets by name with a linear scan, so tables with thousands of them commit in
+// quadratic time: at scale prefer a NumgenCmp cascade.
 type NumgenVMap struct{ Targets []Verdict }
+
+// NumgenCmp matches when a fresh random number mod Mod equals Value. A cascade of
+// rules "numgen random mod (N-i) 0 goto endpoint-i" picks uniformly among N without
+// any set.
+type NumgenCmp struct{ Mod, Value uint32 }
 
 // MarkOr sets Bits in the packet mark; MarkXor flips them.
 type MarkOr struct{ Bits uint32 }
@@ -180,6 +188,10 @@ func (e NumgenVMap) text(Family) string {
 		parts[i] = fmt.Sprintf("%d : %s", i, v.text(0))
 	}
 	return fmt.Sprintf("numgen random mod %d vmap { %s }", len(e.Targets), strings.Join(parts, ", "))
+}
+
+func (e NumgenCmp) text(Family) string {
+	return fmt.Sprintf("numgen random mod %d %d", e.Mod, e.Value)
 }
 
 func (e MarkOr) text(Family) string  { return fmt.Sprintf("meta mark set meta mark | 0x%08x", e.Bits) }

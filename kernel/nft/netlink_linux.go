@@ -4,56 +4,98 @@ package nft
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"syscall"
 
 	gnft "github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Netlink is the kernel Programmer: it speaks nftables netlink through
 // github.com/google/nftables in one network namespace.
 type Netlink struct {
 	netnsPath string // "" for the caller's namespace
+	anonSeq   uint64
+	anonTag   string
+	// knownSets remembers the specs of sets this Programmer created, so later batches
+	// can add elements without repeating AddSet.
+	knownSets map[TableRef]map[string]SetSpec
 }
 
 // NewNetlink returns a Programmer for the network namespace at netnsPath (for example
 // /run/netns/NAME), or for the calling process's namespace when netnsPath is "".
-func NewNetlink(netnsPath string) *Netlink { return &Netlink{netnsPath: netnsPath} }
+func NewNetlink(netnsPath string) *Netlink {
+	return &Netlink{netnsPath: netnsPath, anonTag: fmt.Sprintf("%08x", rand.Uint32()), knownSets: map[TableRef]map[string]SetSpec{}}
+}
 
-func (n *Netlink) conn(lasting bool) (*gnft.Conn, func(), error) {
-	var opts []gnft.ConnOption
+// readConn returns a google/nftables Conn for reading whose requests go through one
+// real netlink socket with Execute, which reads multi-part dumps to their end. (The
+// library's own receive stops when the socket is momentarily empty, but the kernel
+// fills a dump's next part only when it is read, so large tables came back cut.)
+func (n *Netlink) readConn() (*gnft.Conn, func(), error) {
+	var nsFD int
 	closeNS := func() {}
 	if n.netnsPath != "" {
 		f, err := os.Open(n.netnsPath)
 		if err != nil {
 			return nil, nil, fmt.Errorf("opening network namespace: %w", err)
 		}
-		opts = append(opts, gnft.WithNetNSFd(int(f.Fd())))
+		nsFD = int(f.Fd())
 		closeNS = func() { f.Close() }
 	}
-	if lasting {
-		opts = append(opts, gnft.AsLasting())
-	}
-	c, err := gnft.New(opts...)
+	real, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: nsFD})
 	if err != nil {
 		closeNS()
 		return nil, nil, fmt.Errorf("opening nftables netlink socket: %w", err)
 	}
-	return c, func() {
-		if lasting {
-			_ = c.CloseLasting()
+	_ = real.SetReadBuffer(4 << 20)
+	c, err := gnft.New(gnft.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
+		if len(req) == 0 {
+			return nil, nil
 		}
+		var out []netlink.Message
+		for _, m := range req {
+			seq, pid := m.Header.Sequence, m.Header.PID
+			m.Header.Sequence, m.Header.PID, m.Header.Length = 0, 0, 0
+			replies, err := real.Execute(m)
+			if err != nil {
+				return nil, err
+			}
+			multi := false
+			for _, r := range replies {
+				// Answer as the library's test connection expects.
+				r.Header.Sequence, r.Header.PID = seq, pid
+				multi = multi || r.Header.Flags&netlink.Multi != 0
+				out = append(out, r)
+			}
+			if multi {
+				// Execute ate the dump's end marker; the test connection needs it back.
+				out = append(out, netlink.Message{Header: netlink.Header{Type: netlink.Done, Flags: netlink.Multi, Sequence: seq, PID: pid}, Data: make([]byte, 4)})
+			}
+		}
+		return out, nil
+	}))
+	if err != nil {
+		real.Close()
 		closeNS()
-	}, nil
+		return nil, nil, err
+	}
+	return c, func() { real.Close(); closeNS() }, nil
 }
 
-// Apply queues every operation and sends them as one batch: the kernel commits all of
-// them or none. google/nftables splits large element lists over several messages and
-// sizes the socket buffers to the batch, so tens of thousands of services fit in one
-// transaction.
+// Apply builds every operation's netlink messages with google/nftables, then sends
+// them itself as ONE batch in one sendmsg, so the kernel commits all of them or none.
+// Sending itself (rather than through the library's Flush) lets it leave out the
+// per-rule echo the library asks for (at 30,000 services that is hundreds of
+// thousands of replies to read), size the socket buffer to the batch, and name the
+// operation behind a kernel error. Element lists are split over several messages by
+// the library, so no attribute overflows.
 func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -61,11 +103,25 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 	if b.Empty() {
 		return nil
 	}
-	c, done, err := n.conn(false)
+	var captured []netlink.Message
+	var owner []int // message index -> op index
+	current := 0
+	c, err := gnft.New(gnft.AsLasting(), gnft.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
+		for _, m := range req {
+			t := m.Header.Type
+			if t == netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN) || t == netlink.HeaderType(unix.NFNL_MSG_BATCH_END) {
+				continue
+			}
+			m.Header.Flags &^= netlink.Echo
+			m.Header.Sequence, m.Header.PID, m.Header.Length = 0, 0, 0
+			captured = append(captured, m)
+			owner = append(owner, current)
+		}
+		return nil, nil
+	}))
 	if err != nil {
 		return err
 	}
-	defer done()
 	tables := map[TableRef]*gnft.Table{}
 	table := func(ref TableRef) *gnft.Table {
 		if t, ok := tables[ref]; ok {
@@ -82,17 +138,180 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 		if s, ok := specs[ref][name]; ok {
 			return s, nil
 		}
-		return SetSpec{}, fmt.Errorf("set %s %s: its type is unknown to this batch (add the set in the same batch)", ref, name)
+		if s, ok := n.knownSets[ref][name]; ok {
+			return s, nil
+		}
+		return SetSpec{}, fmt.Errorf("set %s %s: type unknown (not added through this Programmer)", ref, name)
 	}
 	for i, o := range b.ops {
+		current = i
 		if err := n.queue(c, table(o.table), o, specs, specOf); err != nil {
 			return fmt.Errorf("nftables batch operation %d of %d (%s): %w", i+1, len(b.ops), o.describe(), err)
 		}
+		// Hands this operation's messages to the capture function above.
+		if err := c.Flush(); err != nil {
+			return fmt.Errorf("nftables batch operation %d of %d (%s): encoding: %w", i+1, len(b.ops), o.describe(), err)
+		}
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("nftables transaction of %d operations (first: %s) failed, nothing applied: %w", len(b.ops), b.ops[0].describe(), err)
+	if err := n.send(ctx, b, captured, owner); err != nil {
+		return err
+	}
+	for ref, m := range specs {
+		if n.knownSets[ref] == nil {
+			n.knownSets[ref] = map[string]SetSpec{}
+		}
+		for name, spec := range m {
+			n.knownSets[ref][name] = spec
+		}
+	}
+	for _, o := range b.ops {
+		switch o.kind {
+		case opDeleteSet:
+			delete(n.knownSets[o.table], o.name)
+		case opDeleteTable:
+			delete(n.knownSets, o.table)
+		}
 	}
 	return nil
+}
+
+// send transmits the batch in one sendmsg. The kernel processes it before sendmsg
+// returns; it answers only errors (no message asks for an acknowledgement), so a
+// drained socket means success.
+func (n *Netlink) send(ctx context.Context, b *Batch, msgs []netlink.Message, owner []int) error {
+	var nsFD int
+	if n.netnsPath != "" {
+		f, err := os.Open(n.netnsPath)
+		if err != nil {
+			return fmt.Errorf("opening network namespace: %w", err)
+		}
+		defer f.Close()
+		nsFD = int(f.Fd())
+	}
+	conn, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: nsFD})
+	if err != nil {
+		return fmt.Errorf("opening nftables netlink socket: %w", err)
+	}
+	defer conn.Close()
+	_ = conn.SetOption(netlink.ExtendedAcknowledge, true)
+	hdr := []byte{unix.AF_UNSPEC, 0, 0, unix.NFNL_SUBSYS_NFTABLES} // nfgenmsg, res_id = subsystem
+	all := make([]netlink.Message, 0, len(msgs)+2)
+	all = append(all, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN), Flags: netlink.Request}, Data: hdr})
+	all = append(all, msgs...)
+	all = append(all, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_END), Flags: netlink.Request}, Data: hdr})
+	size := 0
+	for _, m := range all {
+		size += unix.NLMSG_HDRLEN + (len(m.Data)+3)/4*4
+	}
+	if err := conn.SetWriteBuffer(size + 64<<10); err != nil {
+		return fmt.Errorf("sizing the netlink send buffer to %d bytes: %w", size, err)
+	}
+	_ = conn.SetReadBuffer(4 << 20)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sent, err := conn.SendMessages(all)
+	if err != nil {
+		return fmt.Errorf("sending an nftables batch of %d operations (%d messages, %d bytes): %w", len(b.ops), len(all), size, err)
+	}
+	seqToOp := make(map[uint32]int, len(sent))
+	for i, m := range sent {
+		switch {
+		case i == 0:
+			seqToOp[m.Header.Sequence] = -1 // commit errors are reported against BATCH_BEGIN
+		case i <= len(owner):
+			seqToOp[m.Header.Sequence] = owner[i-1]
+		}
+	}
+	errs, err := drainErrors(conn)
+	if err != nil {
+		return fmt.Errorf("reading the kernel's answer to an nftables batch: %w", err)
+	}
+	if len(errs) > 0 {
+		return n.describeError(b, seqToOp, errs[0])
+	}
+	return nil
+}
+
+// kernelError is one NLMSG_ERROR answer.
+type kernelError struct {
+	seq   uint32
+	errno syscall.Errno
+	msg   string // extended ack message, when the kernel gave one
+}
+
+// drainErrors reads, without waiting, every message the kernel queued: after sendmsg
+// returned, the batch was processed, and only failures were answered.
+func drainErrors(conn *netlink.Conn) ([]kernelError, error) {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var out []kernelError
+	buf := make([]byte, 1<<16)
+	for {
+		var n int
+		var rerr error
+		if err := rc.Control(func(fd uintptr) {
+			for {
+				n, _, rerr = unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+				if rerr != unix.EINTR {
+					return
+				}
+			}
+		}); err != nil {
+			return out, err
+		}
+		if rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK {
+			return out, nil
+		}
+		if rerr != nil {
+			return out, rerr
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return out, err
+		}
+		for _, m := range msgs {
+			if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+				continue
+			}
+			code := int32(binary.NativeEndian.Uint32(m.Data[:4]))
+			if code == 0 {
+				continue // an acknowledgement
+			}
+			ke := kernelError{seq: m.Header.Seq, errno: syscall.Errno(-code)}
+			if m.Header.Flags&unix.NLM_F_ACK_TLVS != 0 {
+				rest := m.Data[4:]
+				if m.Header.Flags&unix.NLM_F_CAPPED != 0 && len(rest) >= unix.NLMSG_HDRLEN {
+					rest = rest[unix.NLMSG_HDRLEN:]
+				} else if len(rest) >= unix.NLMSG_HDRLEN {
+					l := int(binary.NativeEndian.Uint32(rest[:4]))
+					rest = rest[min((l+3)/4*4, len(rest)):]
+				}
+				if ad, err := netlink.NewAttributeDecoder(rest); err == nil {
+					for ad.Next() {
+						if ad.Type() == unix.NLMSGERR_ATTR_MSG {
+							ke.msg = ad.String()
+						}
+					}
+				}
+			}
+			out = append(out, ke)
+		}
+	}
+}
+
+func (n *Netlink) describeError(b *Batch, seqToOp map[uint32]int, ke kernelError) error {
+	detail := ""
+	if ke.msg != "" {
+		detail = " (" + ke.msg + ")"
+	}
+	i, ok := seqToOp[ke.seq]
+	if !ok || i < 0 {
+		return fmt.Errorf("nftables transaction of %d operations failed at commit, nothing applied: %w%s", len(b.ops), ke.errno, detail)
+	}
+	return fmt.Errorf("nftables rejected batch operation %d of %d (%s), nothing applied: %w%s", i+1, len(b.ops), b.ops[i].describe(), ke.errno, detail)
 }
 
 func (n *Netlink) queue(c *gnft.Conn, t *gnft.Table, o op, specs map[TableRef]map[string]SetSpec, specOf func(TableRef, string) (SetSpec, error)) error {
@@ -116,7 +335,11 @@ func (n *Netlink) queue(c *gnft.Conn, t *gnft.Table, o op, specs map[TableRef]ma
 		c.DelChain(&gnft.Chain{Name: o.name, Table: t})
 	case opAddRule:
 		exprs, err := compileRule(o.table.Family, o.rule, func(elems []gnft.SetElement) (*gnft.Set, error) {
+			// Anonymous maps get a unique name here: with nft's "__map%d" the kernel
+			// scans every set of the table for a free number, quadratic over a sync.
+			n.anonSeq++
 			s := &gnft.Set{Table: t, Anonymous: true, Constant: true, IsMap: true,
+				ID: uint32(n.anonSeq) | 1<<31, Name: fmt.Sprintf("__map%s_%d", n.anonTag, n.anonSeq),
 				KeyType: gnft.TypeInteger, DataType: gnft.TypeVerdict, KeyByteOrder: nativeEndian()}
 			return s, c.AddSet(s, elems)
 		})
@@ -166,7 +389,7 @@ func (n *Netlink) queue(c *gnft.Conn, t *gnft.Table, o op, specs map[TableRef]ma
 // List reads the table back: chains with their rules, sets and maps with their
 // elements (anonymous maps folded back into the rules that use them).
 func (n *Netlink) List(ctx context.Context, ref TableRef) (*Table, bool, error) {
-	c, done, err := n.conn(true)
+	c, done, err := n.readConn()
 	if err != nil {
 		return nil, false, err
 	}
@@ -194,7 +417,7 @@ func (n *Netlink) List(ctx context.Context, ref TableRef) (*Table, bool, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		elems, err := c.GetSetElements(s)
+		elems, err := stableElements(c, s)
 		if err != nil {
 			return nil, false, fmt.Errorf("listing elements of set %s in table %s: %w", s.Name, ref, err)
 		}
@@ -248,10 +471,29 @@ func (n *Netlink) List(ctx context.Context, ref TableRef) (*Table, bool, error) 
 	return out, true, nil
 }
 
+// stableElements dumps a set's elements until two dumps agree on the count. Right
+// after a large commit the kernel may still be growing a hash set's table, and a dump
+// walking it meanwhile can miss elements.
+func stableElements(c *gnft.Conn, s *gnft.Set) ([]gnft.SetElement, error) {
+	prev := -1
+	var elems []gnft.SetElement
+	for try := 0; try < 10; try++ {
+		var err error
+		if elems, err = c.GetSetElements(s); err != nil {
+			return nil, err
+		}
+		if len(elems) == prev {
+			return elems, nil
+		}
+		prev = len(elems)
+	}
+	return elems, nil
+}
+
 // DeleteTables removes the given tables in one transaction; tables that do not exist
 // are skipped, so it succeeds on a clean system.
 func (n *Netlink) DeleteTables(ctx context.Context, refs ...TableRef) error {
-	c, done, err := n.conn(true)
+	c, done, err := n.readConn()
 	if err != nil {
 		return err
 	}

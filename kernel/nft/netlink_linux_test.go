@@ -62,7 +62,7 @@ func TestKernelFailedBatchChangesNothingAndSaysWhat(t *testing.T) {
 	if err == nil {
 		t.Fatal("a jump to a missing chain was applied")
 	}
-	if !strings.Contains(err.Error(), "nothing applied") || !strings.Contains(err.Error(), "NEWRULE") {
+	if !strings.Contains(err.Error(), "nothing applied") || !strings.Contains(err.Error(), "operation 2 of 2 (add rule ip plinth-sample new-chain jump missing-chain)") {
 		t.Errorf("error does not say what failed: %v", err)
 	}
 	after, _, err := k.List(ctx, ref)

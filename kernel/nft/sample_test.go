@@ -56,6 +56,7 @@ func sampleBatch(f Family) (*Batch, TableRef) {
 	b.AddRule(ref, "svc", PrefixCmp{Field: FieldSaddr, Neq: true, Prefix: pfx("10.0.0.0/8", "fd00::/48")}, Jump("mark-for-masquerade"))
 	b.AddRule(ref, "svc", Lookup{Fields: []Field{FieldSaddr}, Set: "affinity-a"}, Goto("ep-a"))
 	b.AddRule(ref, "svc", NumgenVMap{Targets: []Verdict{Goto("ep-a"), Goto("ep-b")}})
+	b.AddRule(ref, "svc", NumgenCmp{Mod: 3, Value: 0}, Goto("ep-a"))
 	b.AddRule(ref, "ep-a", Cmp{Field: FieldSaddr, Value: AddrValue(addr("10.1.0.5", "fd00:1::5"))}, Jump("mark-for-masquerade"))
 	b.AddRule(ref, "ep-a", UpdateSet{Set: "affinity-a", Field: FieldSaddr})
 	b.AddRule(ref, "ep-a", Cmp{Field: FieldL4Proto, Value: NumValue(ProtoTCP)}, DNAT{Addr: addr("10.1.0.5", "fd00:1::5"), Port: 8080})

@@ -258,21 +258,37 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool) *portRules {
 	externalEPs := usable(sp.ExternalEndpoints)
 
 	endpointChains := map[string]bool{}
+	// chooser picks an endpoint uniformly: rule i of N matches with probability
+	// 1/(N-i) (numgen random mod N-i == 0), the last rule takes what is left. kube-proxy
+	// uses one anonymous vmap per service instead; the kernel looks sets up by name
+	// with a linear scan, which made commits quadratic in the number of services (see
+	// README.md). An endpoint gets its own chain only when it needs more than the DNAT
+	// (hairpin masquerade for a local endpoint, ClientIP affinity); otherwise the rule
+	// DNATs directly, which keeps a sync to about a third of the netlink messages.
 	chooser := func(eps []desired.Endpoint) []nft.Rule {
-		var rules []nft.Rule
-		targets := make([]nft.Verdict, len(eps))
+		var rules, picks []nft.Rule
 		for i, ep := range eps {
-			epChain := endpointPrefix + endpointID(sp.Name, ep)
-			if !endpointChains[epChain] {
-				endpointChains[epChain] = true
-				pr.addEndpoint(sp, ep, epChain, proto)
+			var action []nft.Expr
+			if needsEndpointChain(sp, ep) {
+				epChain := endpointPrefix + endpointID(sp.Name, ep)
+				if !endpointChains[epChain] {
+					endpointChains[epChain] = true
+					pr.addEndpoint(sp, ep, epChain, proto)
+				}
+				if sp.SessionAffinity > 0 {
+					rules = append(rules, nft.Rule{nft.Lookup{Fields: []nft.Field{nft.FieldSaddr}, Set: affinitySet(sp, ep)}, nft.Goto(epChain)})
+				}
+				action = []nft.Expr{nft.Goto(epChain)}
+			} else {
+				action = []nft.Expr{nft.Cmp{Field: nft.FieldL4Proto, Value: nft.NumValue(proto)}, nft.DNAT{Addr: ep.Addr, Port: ep.Port}}
 			}
-			if sp.SessionAffinity > 0 {
-				rules = append(rules, nft.Rule{nft.Lookup{Fields: []nft.Field{nft.FieldSaddr}, Set: affinitySet(sp, ep)}, nft.Goto(epChain)})
+			if rest := len(eps) - i; rest > 1 {
+				picks = append(picks, append(nft.Rule{nft.NumgenCmp{Mod: uint32(rest), Value: 0}}, action...))
+			} else {
+				picks = append(picks, nft.Rule(action))
 			}
-			targets[i] = nft.Goto(epChain)
 		}
-		return append(rules, nft.Rule{nft.NumgenVMap{Targets: targets}})
+		return append(rules, picks...)
 	}
 
 	// Traffic to the ClusterIP.
@@ -376,6 +392,12 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool) *portRules {
 		}
 	}
 	return pr
+}
+
+// needsEndpointChain: a chain of its own for an endpoint that may be the sender
+// (hairpin: it is on this node, or its node is unknown) or that keeps ClientIP affinity.
+func needsEndpointChain(sp *desired.ServicePort, ep desired.Endpoint) bool {
+	return sp.SessionAffinity > 0 || ep.IsLocal || ep.NodeName == hairpinUnknownNodeLabel
 }
 
 func (pr *portRules) addEndpoint(sp *desired.ServicePort, ep desired.Endpoint, chain string, proto uint32) {

@@ -42,6 +42,16 @@ func check(t *testing.T, name string, got nftsim.Result, w want) {
 	}
 }
 
+// steer makes a numgen cascade choose endpoint *k: the k-th numgen match succeeds.
+func steer(k *int) func(call, n int) int {
+	return func(call, n int) int {
+		if call == *k {
+			return 0
+		}
+		return 1 % n
+	}
+}
+
 func tcp(src, dst netip.Addr, port uint16) nftsim.Packet {
 	return nftsim.Packet{Src: src, Dst: dst, Proto: nft.ProtoTCP, DPort: port}
 }
@@ -49,7 +59,7 @@ func tcp(src, dst netip.Addr, port uint16) nftsim.Packet {
 func TestSimulatedPackets(t *testing.T) {
 	sim, _ := simOver(t, nft.IPv4)
 	pick := 0
-	sim.Pick = func(n int) int { return pick % n }
+	sim.Pick = steer(&pick)
 	cases := []struct {
 		name   string
 		pick   int
@@ -94,7 +104,7 @@ func TestSimulatedPackets(t *testing.T) {
 func TestSimulatedAffinitySticksForItsTimeout(t *testing.T) {
 	sim, now := simOver(t, nft.IPv4)
 	pick := 1
-	sim.Pick = func(n int) int { return pick % n }
+	sim.Pick = steer(&pick)
 	client := a("10.244.7.7")
 	check(t, "first connection", sim.Send(tcp(client, a("10.96.0.30"), 80), nftsim.FromNetwork), want{dnat: "10.244.2.7:8080"})
 	pick = 0

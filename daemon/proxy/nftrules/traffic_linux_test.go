@@ -30,7 +30,7 @@ type testNet struct {
 	node, client, local, remote kerneltest.NetNSHandle
 }
 
-func newTestNet(t *testing.T) *testNet {
+func newTestNet(t testing.TB) *testNet {
 	kerneltest.Require(t, kerneltest.Root, kerneltest.NetNS, kerneltest.NFTables, kerneltest.Veth, kerneltest.Bridge)
 	n := &testNet{node: kerneltest.NewNetNS(t), client: kerneltest.NewNetNS(t), local: kerneltest.NewNetNS(t), remote: kerneltest.NewNetNS(t)}
 	n.node.Run(t, "ip", "link", "add", "br0", "type", "bridge")
@@ -64,7 +64,7 @@ func newTestNet(t *testing.T) *testNet {
 }
 
 // serve answers every TCP connection on port with name, until the test ends.
-func serve(t *testing.T, ns kerneltest.NetNSHandle, port int, name string) {
+func serve(t testing.TB, ns kerneltest.NetNSHandle, port int, name string) {
 	var ln net.Listener
 	ns.Do(t, func() {
 		var err error
@@ -89,7 +89,7 @@ func serve(t *testing.T, ns kerneltest.NetNSHandle, port int, name string) {
 }
 
 // dial connects from the client host and returns what the server said.
-func (n *testNet) dial(t *testing.T, addr string, timeout time.Duration) (string, error) {
+func (n *testNet) dial(t testing.TB, addr string, timeout time.Duration) (string, error) {
 	var c net.Conn
 	var err error
 	n.client.Do(t, func() { c, err = net.DialTimeout("tcp4", addr, timeout) })
@@ -102,7 +102,7 @@ func (n *testNet) dial(t *testing.T, addr string, timeout time.Duration) (string
 	return string(b), err
 }
 
-func (n *testNet) mustDial(t *testing.T, addr string) string {
+func (n *testNet) mustDial(t testing.TB, addr string) string {
 	t.Helper()
 	got, err := n.dial(t, addr, 3*time.Second)
 	if err != nil {

@@ -85,8 +85,10 @@ type Sim struct {
 	// Local lists the node's own addresses (fib ... type local, and whether a packet
 	// is delivered locally or forwarded).
 	Local []netip.Addr
-	// Pick chooses numgen's result in [0, n); nil picks 0.
-	Pick func(n int) int
+	// Pick chooses numgen's result in [0, n); nil picks 0. call counts the numgen
+	// evaluations of the current packet from 0, so a test can steer a cascade of
+	// "numgen random mod (N-i) 0" rules to its k-th rule (0 at call k, 1 before).
+	Pick func(call, n int) int
 	// Now is the time for dynamic set timeouts.
 	Now     func() time.Time
 	dynamic map[string]map[netip.Addr]time.Time // set -> key -> expiry
@@ -157,8 +159,9 @@ func (s *Sim) Send(p Packet, origin Origin) Result {
 }
 
 type state struct {
-	p   Packet
-	res Result
+	p      Packet
+	res    Result
+	numgen int
 }
 
 // runHook runs the hook's base chains in priority order; true when the packet's fate
@@ -252,11 +255,11 @@ func (s *Sim) runRule(st *state, t *nft.Table, r nft.Rule) (v verdict, next *bra
 			}
 			return s.applyVerdict(t, *el.Verdict)
 		case nft.NumgenVMap:
-			i := 0
-			if s.Pick != nil {
-				i = s.Pick(len(e.Targets))
+			return s.applyVerdict(t, e.Targets[s.pick(st, len(e.Targets))])
+		case nft.NumgenCmp:
+			if uint32(s.pick(st, int(e.Mod))) != e.Value {
+				return 0, nil, false
 			}
-			return s.applyVerdict(t, e.Targets[i])
 		case nft.MarkOr:
 			st.p.Mark |= e.Bits
 		case nft.MarkXor:
@@ -288,6 +291,19 @@ func (s *Sim) runRule(st *state, t *nft.Table, r nft.Rule) (v verdict, next *bra
 		}
 	}
 	return verdictContinue, nil, true
+}
+
+func (s *Sim) pick(st *state, n int) int {
+	call := st.numgen
+	st.numgen++
+	if s.Pick == nil {
+		return 0
+	}
+	v := s.Pick(call, n)
+	if v < 0 || v >= n {
+		panic(fmt.Sprintf("nftsim: Pick returned %d outside [0, %d)", v, n))
+	}
+	return v
 }
 
 func (s *Sim) applyVerdict(t *nft.Table, v nft.Verdict) (verdict, *branch, bool) {
