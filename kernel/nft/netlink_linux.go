@@ -156,16 +156,14 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 	if err := n.send(ctx, b, captured, owner); err != nil {
 		return err
 	}
-	for ref, m := range specs {
-		if n.knownSets[ref] == nil {
-			n.knownSets[ref] = map[string]SetSpec{}
-		}
-		for name, spec := range m {
-			n.knownSets[ref][name] = spec
-		}
-	}
+	// Remember set types in operation order (a batch may delete a table and recreate it).
 	for _, o := range b.ops {
 		switch o.kind {
+		case opAddSet:
+			if n.knownSets[o.table] == nil {
+				n.knownSets[o.table] = map[string]SetSpec{}
+			}
+			n.knownSets[o.table][o.name] = o.set
 		case opDeleteSet:
 			delete(n.knownSets[o.table], o.name)
 		case opDeleteTable:
