@@ -4,6 +4,7 @@
 //	plinthctl pressure [--address 127.0.0.1:10248] live eviction signals, feeds and conditions
 //	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
 //	                                               join the cluster: write plinthd's kubeconfig
+//	plinthctl proxy dump [--netns PATH]            the live Service rules (nftables) as nft prints them
 //	plinthctl version
 package main
 
@@ -19,6 +20,7 @@ import (
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/pressurereport"
+	"github.com/plinth/plinth/daemon/proxy/nftrules"
 	"github.com/plinth/plinth/internal/version"
 )
 
@@ -29,6 +31,7 @@ commands:
   pressure  show the live eviction signals and thresholds, the feeds and the pressure conditions
   join      obtain this node's client certificate with a bootstrap token and write
             plinthd's kubeconfig (see plinthctl join -h)
+  proxy     proxy dump: print the live Service rules (the plinth nftables tables) as nft does
   version   print the version
 `
 
@@ -71,6 +74,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "plinthctl pressure:", err)
 			os.Exit(1)
 		}
+	case "proxy":
+		if len(os.Args) < 3 || os.Args[2] != "dump" {
+			fmt.Fprintf(os.Stderr, "usage: plinthctl proxy dump [--netns PATH]\n")
+			os.Exit(2)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := nftrules.DumpCommand(ctx, os.Args[3:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	default:
 		fmt.Fprintf(os.Stderr, "plinthctl: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)

@@ -217,6 +217,10 @@ func TestTraffic(t *testing.T) {
 		if err := Dump(ctx, prog, &live); err != nil {
 			t.Fatal(err)
 		}
+		var cmdOut, cmdErr strings.Builder
+		if code := DumpCommand(ctx, []string{"--netns", n.node.Path}, &cmdOut, &cmdErr); code != 0 || cmdOut.String() != live.String() {
+			t.Errorf("plinthctl proxy dump: exit %d, stderr %q, output differs from Dump: %v", code, cmdErr.String(), cmdOut.String() != live.String())
+		}
 		// The live table still holds the chains the partial sync left stale (flushed,
 		// deleted a second later); compare without them.
 		if got, want := withoutStale(live.String(), s), rec.Text(tableRef(desired.IPv4), tableRef(desired.IPv6)); got != want {
