@@ -3,6 +3,7 @@ package nft
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Programmer applies batches to nftables and reads tables back.
@@ -147,6 +148,19 @@ func elementText(spec SetSpec, e Element) string {
 	k := ElementKey(spec, e)
 	if e.Verdict != nil {
 		return k + " : " + e.Verdict.String()
+	}
+	if len(e.Data) > 0 {
+		parts := make([]string, len(e.Data))
+		for i, v := range e.Data {
+			t := TypeInteger
+			if i < len(spec.Data) {
+				t = spec.Data[i]
+			} else if v.Addr.IsValid() {
+				t = TypeIPv6Addr
+			}
+			parts[i] = formatValue(t, v)
+		}
+		return k + " : " + strings.Join(parts, " . ")
 	}
 	return k
 }

@@ -224,6 +224,15 @@ func compileRule(f Family, r Rule, newAnonMap func(elems []gnft.SetElement) (*gn
 			out = append(out,
 				&expr.Numgen{Register: reg1, Modulus: e.Mod, Type: unix.NFT_NG_RANDOM},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(e.Value)})
+		case NumgenDNAT:
+			natFam, portReg := uint32(unix.NFPROTO_IPV4), uint32(unix.NFT_REG32_01)
+			if f == IPv6 {
+				natFam, portReg = unix.NFPROTO_IPV6, unix.NFT_REG32_04
+			}
+			out = append(out,
+				&expr.Numgen{Register: reg1, Modulus: e.Mod, Type: unix.NFT_NG_RANDOM, Offset: e.Offset},
+				&expr.Lookup{SourceRegister: reg1, SetName: e.Map, IsDestRegSet: true, DestRegister: reg1},
+				&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFam, RegAddrMin: reg1, RegProtoMin: portReg, Specified: true})
 		case MarkOr, MarkXor:
 			var mask, xor uint32
 			if m, ok := e.(MarkOr); ok {
@@ -323,7 +332,25 @@ func gnftSet(table *gnft.Table, s SetSpec) (*gnft.Set, error) {
 	if len(parts) == 1 && (s.Key[0] == TypeMark || s.Key[0] == TypeInteger) {
 		out.KeyByteOrder = binaryutil.NativeEndian
 	}
-	if s.IsMap {
+	switch {
+	case len(s.Data) > 0:
+		data := make([]gnft.SetDatatype, len(s.Data))
+		for i, d := range s.Data {
+			dt, err := setDatatype(d)
+			if err != nil {
+				return nil, fmt.Errorf("set %s data: %w", s.Name, err)
+			}
+			data[i] = dt
+		}
+		dt := data[0]
+		if len(data) > 1 {
+			var err error
+			if dt, err = gnft.ConcatSetType(data...); err != nil {
+				return nil, fmt.Errorf("set %s data: %w", s.Name, err)
+			}
+		}
+		out.IsMap, out.DataType = true, dt
+	case s.IsMap:
 		out.IsMap, out.DataType = true, gnft.TypeVerdict
 	}
 	return out, nil
@@ -359,6 +386,21 @@ func gnftElements(s SetSpec, elems []Element) ([]gnft.SetElement, error) {
 			key = append(key, b...)
 		}
 		ge := gnft.SetElement{Key: key}
+		if len(s.Data) > 0 {
+			if len(e.Data) != len(s.Data) {
+				return nil, fmt.Errorf("set %s: element %s has %d data parts, map has %d", s.Name, ElementKey(s, e), len(e.Data), len(s.Data))
+			}
+			for i, v := range e.Data {
+				b, err := encodeValue(s.Data[i], v)
+				if err != nil {
+					return nil, fmt.Errorf("set %s: element %s data: %w", s.Name, ElementKey(s, e), err)
+				}
+				if len(s.Data) > 1 {
+					b = pad4(b)
+				}
+				ge.Val = append(ge.Val, b...)
+			}
+		}
 		if e.Verdict != nil {
 			v, err := verdictExpr(*e.Verdict)
 			if err != nil {

@@ -70,7 +70,13 @@ func decodeSetSpec(s *gnft.Set) (SetSpec, error) {
 		spec.Key = append(spec.Key, t)
 	}
 	if s.IsMap && s.DataType.Name != gnft.TypeVerdict.Name {
-		return SetSpec{}, fmt.Errorf("set %s: map data type %q is not verdict", s.Name, s.DataType.Name)
+		for _, p := range gnft.ConcatSetTypeElements(s.DataType) {
+			t, ok := typeByName[p.Name]
+			if !ok {
+				return SetSpec{}, fmt.Errorf("set %s: data type %q is not one this package writes", s.Name, p.Name)
+			}
+			spec.Data = append(spec.Data, t)
+		}
 	}
 	return spec, nil
 }
@@ -127,6 +133,23 @@ func decodeElements(spec SetSpec, elems []gnft.SetElement) ([]Element, error) {
 				n = (n + 3) / 4 * 4
 			}
 			rest = rest[min(n, len(rest)):]
+		}
+		if len(spec.Data) > 0 {
+			rest := ge.Val
+			for _, t := range spec.Data {
+				v, err := decodeValue(t, rest)
+				if err != nil {
+					return nil, fmt.Errorf("element data %x: %w", ge.Val, err)
+				}
+				e.Data = append(e.Data, v)
+				n := t.Size()
+				if len(spec.Data) > 1 {
+					n = (n + 3) / 4 * 4
+				}
+				rest = rest[min(n, len(rest)):]
+			}
+			out = append(out, e)
+			continue
 		}
 		v, err := elementVerdict(ge)
 		if err != nil {
@@ -194,6 +217,8 @@ func rangeToPrefix(start, end netip.Addr) (netip.Prefix, error) {
 
 type regContent struct {
 	field    Field
+	dataMap  string // loaded by a lookup in a data map keyed by numgen
+	offset   uint32
 	numgen   uint32 // modulus when loaded by numgen
 	mask     []byte // after a bitwise
 	xor      []byte
@@ -270,7 +295,7 @@ func decodeRule(f Family, exprs []expr.Any, anon map[string][]gnft.SetElement) (
 			if e.Type != unix.NFT_NG_RANDOM {
 				return nil, fmt.Errorf("numgen type %d is not supported", e.Type)
 			}
-			regs[e.Register] = &regContent{numgen: e.Modulus}
+			regs[e.Register] = &regContent{numgen: e.Modulus, offset: e.Offset}
 		case *expr.Bitwise:
 			r := regs[e.SourceRegister]
 			if r == nil {
@@ -292,6 +317,10 @@ func decodeRule(f Family, exprs []expr.Any, anon map[string][]gnft.SetElement) (
 			loads = nil
 		case *expr.Lookup:
 			r := regs[e.SourceRegister]
+			if r != nil && r.numgen > 0 && e.IsDestRegSet && e.DestRegister != 0 {
+				regs[e.DestRegister] = &regContent{dataMap: e.SetName, numgen: r.numgen, offset: r.offset}
+				continue
+			}
 			if r != nil && r.numgen > 0 {
 				elems, ok := anon[e.SetName]
 				if !ok {
@@ -326,6 +355,10 @@ func decodeRule(f Family, exprs []expr.Any, anon map[string][]gnft.SetElement) (
 		case *expr.Immediate:
 			regs[e.Register] = &regContent{data: e.Data}
 		case *expr.NAT:
+			if r := regs[e.RegAddrMin]; r != nil && r.dataMap != "" && e.Type == expr.NATTypeDestNAT {
+				out = append(out, NumgenDNAT{Mod: r.numgen, Offset: r.offset, Map: r.dataMap})
+				continue
+			}
 			if e.Type != expr.NATTypeDestNAT || regs[e.RegAddrMin] == nil || regs[e.RegProtoMin] == nil {
 				return nil, fmt.Errorf("nat type %d is not supported", e.Type)
 			}

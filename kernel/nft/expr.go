@@ -120,6 +120,15 @@ type NumgenVMap struct{ Targets []Verdict }
 // any set.
 type NumgenCmp struct{ Mod, Value uint32 }
 
+// NumgenDNAT DNATs to the address . port found in Map under the key
+// Offset + (numgen random mod Mod): one rule and one shared map choose among N
+// endpoints, and replacing an endpoint changes only map elements. Map is keyed by
+// mark (4 bytes) with address . inet_service data.
+type NumgenDNAT struct {
+	Mod, Offset uint32
+	Map         string
+}
+
 // MarkOr sets Bits in the packet mark; MarkXor flips them.
 type MarkOr struct{ Bits uint32 }
 type MarkXor struct{ Bits uint32 }
@@ -192,6 +201,10 @@ func (e NumgenVMap) text(Family) string {
 
 func (e NumgenCmp) text(Family) string {
 	return fmt.Sprintf("numgen random mod %d %d", e.Mod, e.Value)
+}
+
+func (e NumgenDNAT) text(Family) string {
+	return fmt.Sprintf("dnat to numgen random mod %d offset %d map @%s", e.Mod, e.Offset, e.Map)
 }
 
 func (e MarkOr) text(Family) string  { return fmt.Sprintf("meta mark set meta mark | 0x%08x", e.Bits) }

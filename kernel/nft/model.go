@@ -131,8 +131,8 @@ func applyOp(o op, get func(TableRef) *Table, work map[TableRef]*Table) error {
 				return fmt.Errorf("element %s: %w", elementText(s.SetSpec, e), err)
 			}
 			k := ElementKey(s.SetSpec, e)
-			if old, ok := s.Elements[k]; ok && !sameVerdict(old.Verdict, e.Verdict) {
-				return fmt.Errorf("element %s exists with data %s (EEXIST)", k, old.Verdict)
+			if old, ok := s.Elements[k]; ok && (!sameVerdict(old.Verdict, e.Verdict) || !sameValues(old.Data, e.Data)) {
+				return fmt.Errorf("element %s exists with other data: %s (EEXIST)", k, elementText(s.SetSpec, old))
 			}
 			s.Elements[k] = e
 		}
@@ -172,7 +172,27 @@ func sameSetSpec(a, b SetSpec) bool {
 			return false
 		}
 	}
+	if len(a.Data) != len(b.Data) {
+		return false
+	}
+	for i := range a.Data {
+		if a.Data[i] != b.Data[i] {
+			return false
+		}
+	}
 	return a.Name == b.Name && a.IsMap == b.IsMap && a.Interval == b.Interval && a.Dynamic == b.Dynamic && a.Timeout == b.Timeout
+}
+
+func sameValues(a, b []Value) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func sameVerdict(a, b *Verdict) bool {
@@ -214,6 +234,17 @@ func (t *Table) checkRule(r Rule) error {
 		case VMap:
 			if err := t.checkSetUse(e.Map, e.Fields, true); err != nil {
 				return err
+			}
+		case NumgenDNAT:
+			s, ok := t.Sets[e.Map]
+			if !ok {
+				return errNotFound("map " + e.Map)
+			}
+			if len(s.Data) != 2 || len(s.Key) != 1 || s.Key[0] != TypeMark {
+				return fmt.Errorf("map %s is not mark : address . inet_service", e.Map)
+			}
+			if e.Mod == 0 {
+				return fmt.Errorf("numgen modulus 0")
 			}
 		case UpdateSet:
 			s, ok := t.Sets[e.Set]
@@ -268,7 +299,13 @@ func (t *Table) checkElement(spec SetSpec, e Element) error {
 			}
 		}
 	}
-	if spec.IsMap != (e.Verdict != nil) {
+	if len(spec.Data) > 0 {
+		if e.Verdict != nil || len(e.Data) != len(spec.Data) {
+			return fmt.Errorf("data does not match the map's %d data parts", len(spec.Data))
+		}
+		return nil
+	}
+	if spec.IsMap != (e.Verdict != nil) || len(e.Data) > 0 {
 		return fmt.Errorf("data does not match the set (map: %v)", spec.IsMap)
 	}
 	if e.Verdict != nil {
@@ -322,6 +359,10 @@ func (t *Table) setReferrer(set string) string {
 					}
 				case UpdateSet:
 					if e.Set == set {
+						return "a rule in chain " + c.Name
+					}
+				case NumgenDNAT:
+					if e.Map == set {
 						return "a rule in chain " + c.Name
 					}
 				}

@@ -145,7 +145,8 @@ func TestKernelNFTPrints(t *testing.T) {
 		}
 	}
 	out := ns.Run(t, "nft", "list", "ruleset")
-	for _, want := range []string{"table ip plinth-sample", "table ip6 plinth-sample", "numgen random mod 2 vmap", "dnat to 10.1.0.5:8080", "update @affinity-a { ip saddr }", "ip daddr . meta l4proto . th dport vmap @service-ips"} {
+	t.Logf("nft list ruleset:\n%s", out)
+	for _, want := range []string{"table ip plinth-sample", "table ip6 plinth-sample", "numgen random mod 2 vmap", "dnat to 10.1.0.5:8080", "update @affinity-a { ip saddr }", "ip daddr . meta l4proto . th dport vmap @service-ips", "numgen random mod 2 offset 40 map @endpoints"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("nft list ruleset lacks %q:\n%s", want, out)
 		}

@@ -35,6 +35,10 @@ func sampleBatch(f Family) (*Batch, TableRef) {
 	b.AddSet(ref, SetSpec{Name: "service-ips", Key: []DataType{addrT, TypeInetProto, TypeInetService}, IsMap: true})
 	b.AddSet(ref, SetSpec{Name: "nodeport-ips", Key: []DataType{addrT}})
 	b.AddSet(ref, SetSpec{Name: "cidrs", Key: []DataType{addrT}, Interval: true})
+	b.AddSet(ref, SetSpec{Name: "endpoints", Key: []DataType{TypeMark}, IsMap: true, Data: []DataType{addrT, TypeInetService}})
+	b.AddElements(ref, "endpoints",
+		Element{Key: []Value{NumValue(40)}, Data: []Value{AddrValue(addr("10.3.0.1", "fd00:3::1")), NumValue(8080)}},
+		Element{Key: []Value{NumValue(41)}, Data: []Value{AddrValue(addr("10.3.0.2", "fd00:3::2")), NumValue(8081)}})
 	b.AddSet(ref, SetSpec{Name: "affinity-a", Key: []DataType{addrT}, Dynamic: true, Timeout: 3 * time.Hour})
 	b.AddElements(ref, "service-ips",
 		Element{Key: []Value{AddrValue(addr("10.96.0.10", "fd00:96::10")), NumValue(ProtoTCP), NumValue(80)}, Verdict: Goto("svc").pointer()},
@@ -57,6 +61,7 @@ func sampleBatch(f Family) (*Batch, TableRef) {
 	b.AddRule(ref, "svc", Lookup{Fields: []Field{FieldSaddr}, Set: "affinity-a"}, Goto("ep-a"))
 	b.AddRule(ref, "svc", NumgenVMap{Targets: []Verdict{Goto("ep-a"), Goto("ep-b")}})
 	b.AddRule(ref, "svc", NumgenCmp{Mod: 3, Value: 0}, Goto("ep-a"))
+	b.AddRule(ref, "svc", Cmp{Field: FieldL4Proto, Value: NumValue(ProtoTCP)}, NumgenDNAT{Mod: 2, Offset: 40, Map: "endpoints"})
 	b.AddRule(ref, "ep-a", Cmp{Field: FieldSaddr, Value: AddrValue(addr("10.1.0.5", "fd00:1::5"))}, Jump("mark-for-masquerade"))
 	b.AddRule(ref, "ep-a", UpdateSet{Set: "affinity-a", Field: FieldSaddr})
 	b.AddRule(ref, "ep-a", Cmp{Field: FieldL4Proto, Value: NumValue(ProtoTCP)}, DNAT{Addr: addr("10.1.0.5", "fd00:1::5"), Port: 8080})

@@ -50,7 +50,14 @@ func writeSet(b *strings.Builder, s *Set) {
 		keys[i] = k.String()
 	}
 	typ := strings.Join(keys, " . ")
-	if s.IsMap {
+	switch {
+	case len(s.Data) > 0:
+		data := make([]string, len(s.Data))
+		for i, d := range s.Data {
+			data[i] = d.String()
+		}
+		typ += " : " + strings.Join(data, " . ")
+	case s.IsMap:
 		typ += " : verdict"
 	}
 	fmt.Fprintf(b, "\t\ttype %s\n", typ)

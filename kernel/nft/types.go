@@ -126,7 +126,9 @@ type SetSpec struct {
 	Name string
 	// Key lists the key's parts; more than one is a concatenation.
 	Key   []DataType
-	IsMap bool // data type verdict
+	IsMap bool // a map: data type verdict, or Data when set
+	// Data is the data type of a non-verdict map (for example address . port for DNAT).
+	Data []DataType
 	// Interval sets hold prefixes (single address key only).
 	Interval bool
 	// Dynamic sets are updated from the packet path (UpdateSet); Timeout, when set, is
@@ -150,8 +152,9 @@ type Element struct {
 	// Key has one Value per key part; for interval sets it is empty and Prefix is used.
 	Key    []Value
 	Prefix netip.Prefix
-	// Verdict is the map's data.
+	// Verdict is a verdict map's data; Data a data map's.
 	Verdict *Verdict
+	Data    []Value
 }
 
 // VerdictKind is what a verdict does.

@@ -53,6 +53,7 @@ const (
 	mapNoEndpointServices   = "no-endpoint-services"
 	mapNoEndpointNodePorts  = "no-endpoint-nodeports"
 	mapFirewallIPs          = "firewall-ips"
+	mapServiceEndpoints     = "service-endpoints"
 	servicePrefix           = "service-"
 	externalPrefix          = "external-"
 	localPrefix             = "local-"
@@ -114,6 +115,7 @@ func fixedSets(f desired.Family) []nft.SetSpec {
 		{Name: mapNoEndpointServices, Key: []nft.DataType{at, nft.TypeInetProto, nft.TypeInetService}, IsMap: true},
 		{Name: mapNoEndpointNodePorts, Key: []nft.DataType{nft.TypeInetProto, nft.TypeInetService}, IsMap: true},
 		{Name: mapFirewallIPs, Key: []nft.DataType{at, nft.TypeInetProto, nft.TypeInetService}, IsMap: true},
+		{Name: mapServiceEndpoints, Key: []nft.DataType{nft.TypeMark}, IsMap: true, Data: []nft.DataType{at, nft.TypeInetService}},
 	}
 }
 
@@ -232,9 +234,16 @@ func svcElem(set string, a netip.Addr, proto uint32, port uint16, v nft.Verdict)
 	return mapElem{set: set, elem: e}
 }
 
+// blockAllocator hands out the key ranges of service-endpoints: chain's N endpoints
+// live under keys offset .. offset+N-1. Asking again for the same chain and N gives the
+// same offset, so a changed endpoint changes map elements, not rules.
+type blockAllocator interface {
+	block(chain string, n int) uint32
+}
+
 // generatePort renders one service port in one family. clusterCIDRs tells whether the
 // table has pod CIDRs to tell pod traffic from off-node traffic.
-func generatePort(sp *desired.ServicePort, clusterCIDRs bool) *portRules {
+func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAllocator) *portRules {
 	if !sp.ClusterIP.IsValid() {
 		return nil // headless: no rules
 	}
@@ -265,7 +274,25 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool) *portRules {
 	// README.md). An endpoint gets its own chain only when it needs more than the DNAT
 	// (hairpin masquerade for a local endpoint, ClientIP affinity); otherwise the rule
 	// DNATs directly, which keeps a sync to about a third of the netlink messages.
-	chooser := func(eps []desired.Endpoint) []nft.Rule {
+	chooser := func(chain string, eps []desired.Endpoint) []nft.Rule {
+		simple := true
+		for _, ep := range eps {
+			simple = simple && !needsEndpointChain(sp, ep)
+		}
+		if simple {
+			// One rule and one element per endpoint in the shared map.
+			off := blocks.block(chain, len(eps))
+			for i, ep := range eps {
+				pr.elems = append(pr.elems, mapElem{set: mapServiceEndpoints, elem: nft.Element{
+					Key:  []nft.Value{nft.NumValue(off + uint32(i))},
+					Data: []nft.Value{nft.AddrValue(ep.Addr), nft.NumValue(uint32(ep.Port))},
+				}})
+			}
+			return []nft.Rule{{
+				nft.Cmp{Field: nft.FieldL4Proto, Value: nft.NumValue(proto)},
+				nft.NumgenDNAT{Mod: uint32(len(eps)), Offset: off, Map: mapServiceEndpoints},
+			}}
+		}
 		var rules, picks []nft.Rule
 		for i, ep := range eps {
 			var action []nft.Expr
@@ -306,7 +333,7 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool) *portRules {
 				nft.Jump(chainMarkForMasquerade),
 			})
 		}
-		rules = append(rules, chooser(clusterEPs)...)
+		rules = append(rules, chooser(serviceChain, clusterEPs)...)
 		// The service chain goes first so chain creation order reads naturally.
 		pr.chains = append([]namedRules{{serviceChain, rules}}, pr.chains...)
 		pr.elems = append(pr.elems, svcElem(mapServiceIPs, sp.ClusterIP, proto, sp.Port, nft.Goto(serviceChain)))
@@ -339,7 +366,7 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool) *portRules {
 				rules = append(rules, nft.Rule{nft.Goto(serviceChain)})
 			} else {
 				localChain := localPrefix + id
-				pr.chains = append(pr.chains, namedRules{localChain, chooser(externalEPs)})
+				pr.chains = append(pr.chains, namedRules{localChain, chooser(localChain, externalEPs)})
 				rules = append(rules, nft.Rule{nft.Goto(localChain)})
 			}
 		} else {
@@ -355,7 +382,7 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool) *portRules {
 					nft.Rule{nft.Cmp{Field: nft.FieldFibSaddrType, Value: nft.NumValue(nft.AddrTypeLocal)}, nft.Goto(serviceChain)})
 			}
 			localChain := localPrefix + id
-			pr.chains = append(pr.chains, namedRules{localChain, chooser(externalEPs)})
+			pr.chains = append(pr.chains, namedRules{localChain, chooser(localChain, externalEPs)})
 			rules = append(rules, nft.Rule{nft.Goto(localChain)})
 		}
 		pr.chains = append(pr.chains, namedRules{externalChain, rules})

@@ -43,6 +43,28 @@ type committedTable struct {
 	fixedElems    map[string]map[string]nft.Element  // node/cluster/service CIDR sets
 	stale         map[string]time.Time               // chains flushed at that time
 	staleSets     map[string]time.Time
+	// blocks are the service-endpoints key ranges by chain; nextBlock is the first
+	// never-used key (a full sync renumbers from 0).
+	blocks    map[string]endpointBlock
+	nextBlock uint32
+}
+
+type endpointBlock struct {
+	offset uint32
+	n      int
+}
+
+// maxBlockKey: past it a sync is full, which renumbers the ranges from 0.
+const maxBlockKey = 1 << 30
+
+func (ct *committedTable) block(chain string, n int) uint32 {
+	if b, ok := ct.blocks[chain]; ok && b.n == n {
+		return b.offset
+	}
+	b := endpointBlock{offset: ct.nextBlock, n: n}
+	ct.nextBlock += uint32(n)
+	ct.blocks[chain] = b
+	return b.offset
 }
 
 // New returns a Syncer programming through prog, with time from clk.
@@ -68,7 +90,7 @@ func (s *Syncer) Sync(ctx context.Context, snap *desired.Snapshot, changes desir
 		old := s.tables[fam]
 		nodePortCIDRs := len(snap.NodePortAddresses) > 0
 		clusterCIDRs := len(prefixesOf(snap.ClusterCIDRs, fam)) > 0
-		full := changes.Full || old == nil || old.nodePortCIDRs != nodePortCIDRs || old.clusterCIDRs != clusterCIDRs
+		full := changes.Full || old == nil || old.nodePortCIDRs != nodePortCIDRs || old.clusterCIDRs != clusterCIDRs || old.nextBlock > maxBlockKey
 		var ct *committedTable
 		if full {
 			ct = s.fullSync(&b, fam, snap, byFamily[fam], old, now)
@@ -134,6 +156,7 @@ func newCommitted(nodePortCIDRs, clusterCIDRs bool) *committedTable {
 		affinity: map[string]nft.SetSpec{}, owner: map[string]desired.ServicePortName{},
 		elems: map[string]mapElem{}, fixedElems: map[string]map[string]nft.Element{},
 		stale: map[string]time.Time{}, staleSets: map[string]time.Time{},
+		blocks: map[string]endpointBlock{},
 	}
 }
 
@@ -163,7 +186,7 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 
 	// Generate every service port, first owner of a map key wins.
 	for _, name := range sortedNames(ports) {
-		pr := generatePort(ports[name], clusterCIDRs)
+		pr := generatePort(ports[name], clusterCIDRs, ct)
 		if pr == nil {
 			continue
 		}
@@ -278,6 +301,10 @@ func (ct *committedTable) copyForPartial() *committedTable {
 	for k, v := range ct.staleSets {
 		c.staleSets[k] = v
 	}
+	for k, v := range ct.blocks {
+		c.blocks[k] = v
+	}
+	c.nextBlock = ct.nextBlock
 	return c
 }
 
@@ -300,7 +327,7 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 		old := ct.ports[name]
 		var pr *portRules
 		if sp, ok := ports[name]; ok {
-			pr = generatePort(sp, ct.clusterCIDRs)
+			pr = generatePort(sp, ct.clusterCIDRs, ct)
 		}
 		newChains := map[string][]nft.Rule{}
 		if pr != nil {
@@ -395,6 +422,7 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 	for _, c := range goneChains {
 		b.FlushChain(ref, c)
 		delete(ct.chains, c)
+		delete(ct.blocks, c)
 		ct.stale[c] = now
 	}
 }

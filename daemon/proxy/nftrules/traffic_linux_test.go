@@ -111,6 +111,17 @@ func (n *testNet) mustDial(t testing.TB, addr string) string {
 	return got
 }
 
+// opsSpy keeps the operations of the last applied batch.
+type opsSpy struct {
+	nft.Programmer
+	last []string
+}
+
+func (o *opsSpy) Apply(ctx context.Context, b *nft.Batch) error {
+	o.last = b.Ops()
+	return o.Programmer.Apply(ctx, b)
+}
+
 func trafficSnapshot(services map[string]desired.ServicePort) *desired.Snapshot {
 	snap := snapshotOf(services)
 	snap.NodeIPs = []netip.Addr{nodeIP, a("127.0.0.1")}
@@ -124,16 +135,18 @@ func TestTraffic(t *testing.T) {
 	serve(t, n.local, 8080, "local")
 	serve(t, n.remote, 8080, "remote")
 	ctx := context.Background()
-	prog := nft.NewNetlink(n.node.Path)
+	prog := &opsSpy{Programmer: nft.NewNetlink(n.node.Path)}
 	s := New(prog, clock.RealClock{})
 
 	local := ep("10.244.1.5", 8080, "node-1", true)
 	remote := ep("10.244.2.7", 8080, "node-a", false)
 	both := []desired.Endpoint{local, remote}
 	services := map[string]desired.ServicePort{
-		"spread":   {ClusterIP: a("10.96.0.10"), Port: 80, ClusterEndpoints: both},
-		"affinity": {ClusterIP: a("10.96.0.11"), Port: 80, SessionAffinity: time.Hour, ClusterEndpoints: both},
-		"nodeport": {ClusterIP: a("10.96.0.12"), Port: 80, NodePort: 30080, ClusterEndpoints: both, ExternalEndpoints: both},
+		"spread": {ClusterIP: a("10.96.0.10"), Port: 80, ClusterEndpoints: both},
+		// Both endpoints on other nodes: chosen through the shared service-endpoints map.
+		"spread-map": {ClusterIP: a("10.96.0.16"), Port: 80, ClusterEndpoints: []desired.Endpoint{ep("10.244.1.5", 8080, "node-b", false), remote}},
+		"affinity":   {ClusterIP: a("10.96.0.11"), Port: 80, SessionAffinity: time.Hour, ClusterEndpoints: both},
+		"nodeport":   {ClusterIP: a("10.96.0.12"), Port: 80, NodePort: 30080, ClusterEndpoints: both, ExternalEndpoints: both},
 		"nodeport-local": {ClusterIP: a("10.96.0.13"), Port: 80, NodePort: 30081, ExternalPolicyLocal: true,
 			ClusterEndpoints: both, ExternalEndpoints: []desired.Endpoint{local}},
 		"nodeport-local-elsewhere": {ClusterIP: a("10.96.0.14"), Port: 80, NodePort: 30082, ExternalPolicyLocal: true,
@@ -151,6 +164,37 @@ func TestTraffic(t *testing.T) {
 		}
 		if len(seen) != 2 {
 			t.Errorf("40 connections reached %v, want both endpoints", seen)
+		}
+	})
+	t.Run("ClusterIP through the endpoint map spreads too", func(t *testing.T) {
+		seen := map[string]int{}
+		for i := 0; i < 40; i++ {
+			seen[n.mustDial(t, "10.96.0.16:80")]++
+		}
+		if len(seen) != 2 {
+			t.Errorf("40 connections reached %v, want both endpoints", seen)
+		}
+	})
+	t.Run("replacing an endpoint changes only map elements", func(t *testing.T) {
+		sp := services["spread-map"]
+		// The remote endpoint is replaced by the local backend listening on a second
+		// address (same count, so the rule stays and only elements change).
+		n.local.Run(t, "ip", "addr", "add", "10.244.1.6/16", "dev", "eth0")
+		sp.ClusterEndpoints = []desired.Endpoint{ep("10.244.1.5", 8080, "node-b", false), ep("10.244.1.6", 8080, "node-b", false)}
+		services["spread-map"] = sp
+		changed := map[desired.ServicePortName]bool{pn("spread-map", "http", desired.TCP): true}
+		if err := s.Sync(ctx, trafficSnapshot(services), desired.Changes{Changed: changed}); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range prog.last {
+			if !strings.Contains(op, "elements to set ip plinth service-endpoints") {
+				t.Errorf("replacing an endpoint sent %q", op)
+			}
+		}
+		for i := 0; i < 20; i++ {
+			if got := n.mustDial(t, "10.96.0.16:80"); got != "local" {
+				t.Fatalf("after replacing the remote endpoint, a connection reached %q", got)
+			}
 		}
 	})
 	t.Run("ClientIP affinity sticks", func(t *testing.T) {
@@ -223,7 +267,8 @@ func TestTraffic(t *testing.T) {
 		}
 		// The live table still holds the chains the partial sync left stale (flushed,
 		// deleted a second later); compare without them.
-		if got, want := withoutStale(live.String(), s), rec.Text(tableRef(desired.IPv4), tableRef(desired.IPv6)); got != want {
+		got := resolveEndpointBlocks(withoutStale(live.String(), s))
+		if want := resolveEndpointBlocks(rec.Text(tableRef(desired.IPv4), tableRef(desired.IPv6))); got != want {
 			t.Errorf("live tables differ from the generated ones:\n--- live ---\n%s\n--- generated ---\n%s", got, want)
 		}
 	})

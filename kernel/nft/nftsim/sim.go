@@ -260,6 +260,17 @@ func (s *Sim) runRule(st *state, t *nft.Table, r nft.Rule) (v verdict, next *bra
 			if uint32(s.pick(st, int(e.Mod))) != e.Value {
 				return 0, nil, false
 			}
+		case nft.NumgenDNAT:
+			key := e.Offset + uint32(s.pick(st, int(e.Mod)))
+			el, ok := s.find(t.Sets[e.Map], []nft.Value{nft.NumValue(key)})
+			if !ok || len(el.Data) != 2 {
+				// The kernel drops a packet whose NAT map lookup finds nothing.
+				return verdictDrop, nil, true
+			}
+			port := uint16(el.Data[1].Num)
+			st.p.Dst, st.p.DPort = el.Data[0].Addr, port
+			st.res.Dst, st.res.DPort, st.res.DNAT = el.Data[0].Addr, port, true
+			return verdictAccept, nil, true
 		case nft.MarkOr:
 			st.p.Mark |= e.Bits
 		case nft.MarkXor:
