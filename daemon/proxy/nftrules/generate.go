@@ -53,7 +53,7 @@ const (
 	mapNoEndpointServices   = "no-endpoint-services"
 	mapNoEndpointNodePorts  = "no-endpoint-nodeports"
 	mapFirewallIPs          = "firewall-ips"
-	mapServiceEndpoints     = "service-endpoints"
+	endpointMapPrefix       = "service-endpoints-"
 	servicePrefix           = "service-"
 	externalPrefix          = "external-"
 	localPrefix             = "local-"
@@ -115,8 +115,14 @@ func fixedSets(f desired.Family) []nft.SetSpec {
 		{Name: mapNoEndpointServices, Key: []nft.DataType{at, nft.TypeInetProto, nft.TypeInetService}, IsMap: true},
 		{Name: mapNoEndpointNodePorts, Key: []nft.DataType{nft.TypeInetProto, nft.TypeInetService}, IsMap: true},
 		{Name: mapFirewallIPs, Key: []nft.DataType{at, nft.TypeInetProto, nft.TypeInetService}, IsMap: true},
-		{Name: mapServiceEndpoints, Key: []nft.DataType{nft.TypeMark}, IsMap: true, Data: []nft.DataType{at, nft.TypeInetService}},
 	}
+}
+
+// endpointMap is the spec of endpoint map number g: key offset+i, data the i-th
+// endpoint's address . port.
+func endpointMap(f desired.Family, g int) nft.SetSpec {
+	return nft.SetSpec{Name: fmt.Sprintf("%s%d", endpointMapPrefix, g), Key: []nft.DataType{nft.TypeMark}, IsMap: true,
+		Data: []nft.DataType{addrType(f), nft.TypeInetService}}
 }
 
 type namedRules struct {
@@ -234,11 +240,16 @@ func svcElem(set string, a netip.Addr, proto uint32, port uint16, v nft.Verdict)
 	return mapElem{set: set, elem: e}
 }
 
-// blockAllocator hands out the key ranges of service-endpoints: chain's N endpoints
-// live under keys offset .. offset+N-1. Asking again for the same chain and N gives the
-// same offset, so a changed endpoint changes map elements, not rules.
+// blockAllocator hands out endpoint map key ranges: chain's N endpoints live in map
+// number group under keys offset .. offset+N-1. Asking again for the same chain and N
+// gives the same place, so a changed endpoint changes map elements, not rules.
+//
+// The endpoints are spread over several maps (about 64 service ports each) because the
+// kernel checks every element of a map each time a rule binds to it, and every binding
+// of a map each time an element is added: one map for all services made a sync
+// quadratic.
 type blockAllocator interface {
-	block(chain string, n int) uint32
+	block(chain string, n int) (group int, offset uint32)
 }
 
 // generatePort renders one service port in one family. clusterCIDRs tells whether the
@@ -281,16 +292,17 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAlloca
 		}
 		if simple {
 			// One rule and one element per endpoint in the shared map.
-			off := blocks.block(chain, len(eps))
+			group, off := blocks.block(chain, len(eps))
+			m := endpointMap(sp.Family, group).Name
 			for i, ep := range eps {
-				pr.elems = append(pr.elems, mapElem{set: mapServiceEndpoints, elem: nft.Element{
+				pr.elems = append(pr.elems, mapElem{set: m, elem: nft.Element{
 					Key:  []nft.Value{nft.NumValue(off + uint32(i))},
 					Data: []nft.Value{nft.AddrValue(ep.Addr), nft.NumValue(uint32(ep.Port))},
 				}})
 			}
 			return []nft.Rule{{
 				nft.Cmp{Field: nft.FieldL4Proto, Value: nft.NumValue(proto)},
-				nft.NumgenDNAT{Mod: uint32(len(eps)), Offset: off, Map: mapServiceEndpoints},
+				nft.NumgenDNAT{Mod: uint32(len(eps)), Offset: off, Map: m},
 			}}
 		}
 		var rules, picks []nft.Rule

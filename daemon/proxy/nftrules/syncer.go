@@ -3,6 +3,7 @@ package nftrules
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"reflect"
 	"sort"
@@ -43,28 +44,38 @@ type committedTable struct {
 	fixedElems    map[string]map[string]nft.Element  // node/cluster/service CIDR sets
 	stale         map[string]time.Time               // chains flushed at that time
 	staleSets     map[string]time.Time
-	// blocks are the service-endpoints key ranges by chain; nextBlock is the first
-	// never-used key (a full sync renumbers from 0).
-	blocks    map[string]endpointBlock
-	nextBlock uint32
+	// blocks are the endpoint map key ranges by chain; nextBlock is the first
+	// never-used key (a full sync renumbers from 0); endpointMaps is how many endpoint
+	// maps the table has (chosen by the full sync from the number of service ports).
+	blocks       map[string]endpointBlock
+	nextBlock    uint32
+	endpointMaps int
 }
 
 type endpointBlock struct {
+	group  int
 	offset uint32
 	n      int
 }
 
+// servicesPerEndpointMap sizes the endpoint maps: small enough that the kernel's
+// per-binding and per-element checks stay cheap, large enough that the table does not
+// hold so many sets that looking one up by name (a linear scan) costs.
+const servicesPerEndpointMap = 64
+
 // maxBlockKey: past it a sync is full, which renumbers the ranges from 0.
 const maxBlockKey = 1 << 30
 
-func (ct *committedTable) block(chain string, n int) uint32 {
+func (ct *committedTable) block(chain string, n int) (int, uint32) {
 	if b, ok := ct.blocks[chain]; ok && b.n == n {
-		return b.offset
+		return b.group, b.offset
 	}
-	b := endpointBlock{offset: ct.nextBlock, n: n}
+	h := fnv.New32a()
+	h.Write([]byte(chain))
+	b := endpointBlock{group: int(h.Sum32() % uint32(max(ct.endpointMaps, 1))), offset: ct.nextBlock, n: n}
 	ct.nextBlock += uint32(n)
 	ct.blocks[chain] = b
-	return b.offset
+	return b.group, b.offset
 }
 
 // New returns a Syncer programming through prog, with time from clk.
@@ -183,6 +194,14 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 		b.AddChain(ref, chainSpec(c.name))
 		b.FlushChain(ref, c.name)
 	}
+	ct.endpointMaps = max(1, (len(ports)+servicesPerEndpointMap-1)/servicesPerEndpointMap)
+	for g := 0; g < ct.endpointMaps; g++ {
+		m := endpointMap(fam, g)
+		b.AddSet(ref, m)
+		if old != nil && g < old.endpointMaps {
+			b.FlushSet(ref, m.Name)
+		}
+	}
 
 	// Generate every service port, first owner of a map key wins.
 	for _, name := range sortedNames(ports) {
@@ -249,8 +268,16 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 			}
 		}
 		for name, since := range old.staleSets {
-			if _, back := ct.affinity[name]; !back {
+			if _, back := ct.affinity[name]; !back && !ct.isEndpointMap(name) {
 				ct.staleSets[name] = since
+			}
+		}
+		// Endpoint maps beyond the new count: unreferenced now, deleted later.
+		for g := ct.endpointMaps; g < old.endpointMaps; g++ {
+			name := endpointMap(fam, g).Name
+			if _, already := ct.staleSets[name]; !already {
+				b.FlushSet(ref, name)
+				ct.staleSets[name] = now
 			}
 		}
 		for name := range old.affinity {
@@ -262,6 +289,14 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 		}
 	}
 	return ct
+}
+
+func (ct *committedTable) isEndpointMap(name string) bool {
+	var g int
+	if _, err := fmt.Sscanf(name, endpointMapPrefix+"%d", &g); err != nil {
+		return false
+	}
+	return g < ct.endpointMaps
 }
 
 func chainSpec(name string) nft.ChainSpec {
@@ -305,6 +340,7 @@ func (ct *committedTable) copyForPartial() *committedTable {
 		c.blocks[k] = v
 	}
 	c.nextBlock = ct.nextBlock
+	c.endpointMaps = ct.endpointMaps
 	return c
 }
 

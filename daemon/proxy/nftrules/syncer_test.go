@@ -222,16 +222,17 @@ func resolveEndpointBlocks(text string) string {
 func resolveTableBlocks(text string) string {
 	var out []string
 	lines := strings.Split(text, "\n")
-	table := map[uint64]string{}
+	table := map[string]string{}
 	var body []string
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
-		if strings.TrimSpace(line) == "map "+mapServiceEndpoints+" {" {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "map" && strings.HasPrefix(f[1], endpointMapPrefix) {
+			name := f[1]
 			for ; i < len(lines) && lines[i] != "\t}"; i++ {
 				f := strings.SplitN(strings.TrimSpace(strings.TrimSuffix(lines[i], ",")), " : ", 2)
 				if len(f) == 2 && strings.HasPrefix(f[0], "0x") {
 					k, _ := strconv.ParseUint(f[0][2:], 16, 32)
-					table[k] = f[1]
+					table[fmt.Sprintf("%s/%d", name, k)] = f[1]
 				}
 			}
 			i++ // blank line
@@ -240,12 +241,13 @@ func resolveTableBlocks(text string) string {
 		body = append(body, line)
 	}
 	for _, line := range body {
-		if i := strings.Index(line, "numgen random mod "); i >= 0 && strings.Contains(line, "map @"+mapServiceEndpoints) {
+		if i := strings.Index(line, "numgen random mod "); i >= 0 && strings.Contains(line, "map @"+endpointMapPrefix) {
 			var n, off uint64
-			fmt.Sscanf(line[i:], "numgen random mod %d offset %d", &n, &off)
+			var m string
+			fmt.Sscanf(line[i:], "numgen random mod %d offset %d map @%s", &n, &off, &m)
 			var eps []string
 			for k := off; k < off+n; k++ {
-				eps = append(eps, table[k])
+				eps = append(eps, table[fmt.Sprintf("%s/%d", m, k)])
 			}
 			line = line[:i] + "one of {" + strings.Join(eps, ", ") + "}"
 		}
