@@ -106,7 +106,9 @@ func (s *Syncer) Sync(ctx context.Context, snap *desired.Snapshot, changes desir
 		if full {
 			ct = s.fullSync(&b, fam, snap, byFamily[fam], old, now)
 		} else {
-			ct = old.copyForPartial()
+			// The record is updated in place: if the batch fails it is dropped
+			// whole (below), so it never disagrees with the kernel.
+			ct = old
 			ct.partialSync(&b, fam, byFamily[fam], changes.Changed, now)
 			ct.syncFixedSets(&b, fam, snap)
 		}
@@ -306,42 +308,6 @@ func chainSpec(name string) nft.ChainSpec {
 		}
 	}
 	return nft.ChainSpec{Name: name}
-}
-
-// copyForPartial copies the bookkeeping maps (the rules themselves are immutable), so a
-// failed batch leaves the committed record untouched.
-func (ct *committedTable) copyForPartial() *committedTable {
-	c := newCommitted(ct.nodePortCIDRs, ct.clusterCIDRs)
-	for k, v := range ct.ports {
-		c.ports[k] = v
-	}
-	for k, v := range ct.chains {
-		c.chains[k] = v
-	}
-	for k, v := range ct.affinity {
-		c.affinity[k] = v
-	}
-	for k, v := range ct.owner {
-		c.owner[k] = v
-	}
-	for k, v := range ct.elems {
-		c.elems[k] = v
-	}
-	for k, v := range ct.fixedElems {
-		c.fixedElems[k] = v
-	}
-	for k, v := range ct.stale {
-		c.stale[k] = v
-	}
-	for k, v := range ct.staleSets {
-		c.staleSets[k] = v
-	}
-	for k, v := range ct.blocks {
-		c.blocks[k] = v
-	}
-	c.nextBlock = ct.nextBlock
-	c.endpointMaps = ct.endpointMaps
-	return c
 }
 
 // partialSync regenerates the changed service ports and sends only what differs from
