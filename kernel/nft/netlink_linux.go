@@ -208,18 +208,39 @@ func (n *Netlink) send(ctx context.Context, b *Batch, msgs []netlink.Message, ow
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sent, err := conn.SendMessages(all)
-	if err != nil {
-		return fmt.Errorf("sending an nftables batch of %d operations (%d messages, %d bytes): %w", len(b.ops), len(all), size, err)
-	}
-	seqToOp := make(map[uint32]int, len(sent))
-	for i, m := range sent {
-		switch {
-		case i == 0:
-			seqToOp[m.Header.Sequence] = -1 // commit errors are reported against BATCH_BEGIN
-		case i <= len(owner):
-			seqToOp[m.Header.Sequence] = owner[i-1]
+	// One buffer, one sendmsg: message i carries sequence number i+1.
+	buf := make([]byte, 0, size)
+	for i, m := range all {
+		start := len(buf)
+		buf = binary.NativeEndian.AppendUint32(buf, 0) // length, set below
+		buf = binary.NativeEndian.AppendUint16(buf, uint16(m.Header.Type))
+		buf = binary.NativeEndian.AppendUint16(buf, uint16(m.Header.Flags))
+		buf = binary.NativeEndian.AppendUint32(buf, uint32(i+1))
+		buf = binary.NativeEndian.AppendUint32(buf, 0) // port id: the kernel's
+		buf = append(buf, m.Data...)
+		binary.NativeEndian.PutUint32(buf[start:], uint32(len(buf)-start))
+		for len(buf)%4 != 0 {
+			buf = append(buf, 0)
 		}
+	}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	if err := rc.Write(func(fd uintptr) bool {
+		sendErr = unix.Sendto(int(fd), buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+		return sendErr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	if sendErr != nil {
+		return fmt.Errorf("sending an nftables batch of %d operations (%d messages, %d bytes): %w", len(b.ops), len(all), size, sendErr)
+	}
+	seqToOp := make(map[uint32]int, len(all))
+	seqToOp[1] = -1 // commit errors are reported against BATCH_BEGIN
+	for i := range owner {
+		seqToOp[uint32(i+2)] = owner[i]
 	}
 	errs, err := drainErrors(conn)
 	if err != nil {

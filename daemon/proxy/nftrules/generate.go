@@ -2,6 +2,7 @@ package nftrules
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/base32"
 	"fmt"
 	"net/netip"
@@ -45,6 +46,7 @@ const (
 	chainClusterIPsCheck    = "cluster-ips-check"
 	chainReject             = "reject-chain"
 	setClusterIPs           = "cluster-ips"
+	setClusterIPPorts       = "cluster-ip-ports"
 	setServiceCIDRs         = "service-cidrs"
 	setClusterCIDRs         = "cluster-cidrs"
 	setNodePortIPs          = "nodeport-ips"
@@ -107,6 +109,7 @@ func fixedSets(f desired.Family) []nft.SetSpec {
 	at := addrType(f)
 	return []nft.SetSpec{
 		{Name: setClusterIPs, Key: []nft.DataType{at}},
+		{Name: setClusterIPPorts, Key: []nft.DataType{at, nft.TypeInetProto, nft.TypeInetService}},
 		{Name: setServiceCIDRs, Key: []nft.DataType{at}, Interval: true},
 		{Name: setClusterCIDRs, Key: []nft.DataType{at}, Interval: true},
 		{Name: setNodePortIPs, Key: []nft.DataType{at}, Interval: true},
@@ -133,7 +136,7 @@ type namedRules struct {
 // fixedChains are the base and helper chains with their rules. nodePortCIDRs is true
 // when NodePorts listen on every local address inside configured CIDRs rather than on
 // the node's primary addresses.
-func fixedChains(f desired.Family, nodePortCIDRs bool) []namedRules {
+func fixedChains(f desired.Family, nodePortCIDRs, clusterCIDRs bool) []namedRules {
 	newConn := nft.CtStateNew{}
 	loopback := netip.MustParsePrefix("127.0.0.0/8")
 	if f == desired.IPv6 {
@@ -151,6 +154,17 @@ func fixedChains(f desired.Family, nodePortCIDRs bool) []namedRules {
 	with := func(prefix []nft.Expr, es ...nft.Expr) nft.Rule {
 		return append(append(nft.Rule{}, prefix...), es...)
 	}
+	var services []nft.Rule
+	if clusterCIDRs {
+		// Traffic from outside the pod network to a ClusterIP must come back through
+		// this node: masquerade it. (kube-proxy has one such rule per service; one
+		// rule and a set cost the kernel far less at scale.)
+		services = append(services, rule(nft.Lookup{Fields: []nft.Field{nft.FieldSaddr}, Set: setClusterCIDRs, Neq: true},
+			nft.Lookup{Fields: serviceKey, Set: setClusterIPPorts}, nft.Jump(chainMarkForMasquerade)))
+	}
+	services = append(services,
+		rule(nft.VMap{Fields: serviceKey, Map: mapServiceIPs}),
+		with(nodePortMatch, nft.VMap{Fields: nodePortKey, Map: mapServiceNodePorts}))
 	return []namedRules{
 		{chainFilterPrerouting, []nft.Rule{rule(newConn, nft.Jump(chainFirewallCheck))}},
 		{chainFilterInput, []nft.Rule{rule(newConn, nft.Jump(chainNodePortEPCheck)), rule(newConn, nft.Jump(chainServiceEPCheck))}},
@@ -166,10 +180,7 @@ func fixedChains(f desired.Family, nodePortCIDRs bool) []namedRules {
 			rule(nft.MarkXor{Bits: MasqueradeBit}),
 			rule(nft.Masquerade{FullyRandom: true}),
 		}},
-		{chainServices, []nft.Rule{
-			rule(nft.VMap{Fields: serviceKey, Map: mapServiceIPs}),
-			with(nodePortMatch, nft.VMap{Fields: nodePortKey, Map: mapServiceNodePorts}),
-		}},
+		{chainServices, services},
 		{chainServiceEPCheck, []nft.Rule{rule(nft.VMap{Fields: serviceKey, Map: mapNoEndpointServices})}},
 		{chainNodePortEPCheck, []nft.Rule{with(nodePortMatch, nft.VMap{Fields: nodePortKey, Map: mapNoEndpointNodePorts})}},
 		{chainFirewallCheck, []nft.Rule{rule(nft.VMap{Fields: serviceKey, Map: mapFirewallIPs})}},
@@ -213,17 +224,25 @@ type mapElem struct {
 	elem nft.Element
 }
 
+// key identifies the element within the table: its set and its raw key (the record
+// holds hundreds of thousands; formatting them as text cost a tenth of a full sync).
 func (m mapElem) key() string {
-	return m.set + "|" + nft.ElementKey(setSpecByName[m.set], m.elem)
+	b := make([]byte, 0, len(m.set)+24)
+	b = append(b, m.set...)
+	b = append(b, 0)
+	if m.elem.Prefix.IsValid() {
+		b = m.elem.Prefix.AppendTo(b)
+	}
+	for _, v := range m.elem.Key {
+		if v.Addr.IsValid() {
+			b = append(b, v.Addr.AsSlice()...)
+		} else {
+			b = binary.BigEndian.AppendUint32(b, v.Num)
+		}
+	}
+	return string(b)
 }
 
-var setSpecByName = func() map[string]nft.SetSpec {
-	m := map[string]nft.SetSpec{}
-	for _, s := range fixedSets(desired.IPv4) {
-		m[s.Name] = s
-	}
-	return m
-}()
 
 // portRules is everything one service port contributes to one family's table.
 type portRules struct {
@@ -333,19 +352,10 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAlloca
 	// Traffic to the ClusterIP.
 	pr.elems = append(pr.elems, mapElem{set: setClusterIPs, elem: nft.Element{Key: []nft.Value{nft.AddrValue(sp.ClusterIP)}}})
 	if len(clusterEPs) > 0 {
-		var rules []nft.Rule
 		if clusterCIDRs {
-			// Traffic from outside the pod network to a ClusterIP must come back through
-			// this node: masquerade it.
-			rules = append(rules, nft.Rule{
-				nft.Cmp{Field: nft.FieldDaddr, Value: nft.AddrValue(sp.ClusterIP)},
-				nft.Cmp{Field: nft.FieldL4Proto, Value: nft.NumValue(proto)},
-				nft.Cmp{Field: nft.FieldTHDport, Value: nft.NumValue(uint32(sp.Port))},
-				nft.Lookup{Fields: []nft.Field{nft.FieldSaddr}, Set: setClusterCIDRs, Neq: true},
-				nft.Jump(chainMarkForMasquerade),
-			})
+			pr.elems = append(pr.elems, svcElem(setClusterIPPorts, sp.ClusterIP, proto, sp.Port, nft.Verdict{}))
 		}
-		rules = append(rules, chooser(serviceChain, clusterEPs)...)
+		rules := chooser(serviceChain, clusterEPs)
 		// The service chain goes first so chain creation order reads naturally.
 		pr.chains = append([]namedRules{{serviceChain, rules}}, pr.chains...)
 		pr.elems = append(pr.elems, svcElem(mapServiceIPs, sp.ClusterIP, proto, sp.Port, nft.Goto(serviceChain)))

@@ -162,14 +162,15 @@ func sortPortNames(names []desired.ServicePortName) {
 	})
 }
 
-func newCommitted(nodePortCIDRs, clusterCIDRs bool) *committedTable {
+// newCommitted returns an empty record sized for about ports service ports.
+func newCommitted(nodePortCIDRs, clusterCIDRs bool, ports int) *committedTable {
 	return &committedTable{
 		nodePortCIDRs: nodePortCIDRs, clusterCIDRs: clusterCIDRs,
-		ports: map[desired.ServicePortName]*portRules{}, chains: map[string][]nft.Rule{},
-		affinity: map[string]nft.SetSpec{}, owner: map[string]desired.ServicePortName{},
-		elems: map[string]mapElem{}, fixedElems: map[string]map[string]nft.Element{},
+		ports: make(map[desired.ServicePortName]*portRules, ports), chains: make(map[string][]nft.Rule, ports),
+		affinity: map[string]nft.SetSpec{}, owner: make(map[string]desired.ServicePortName, 4*ports),
+		elems: make(map[string]mapElem, 4*ports), fixedElems: map[string]map[string]nft.Element{},
 		stale: map[string]time.Time{}, staleSets: map[string]time.Time{},
-		blocks: map[string]endpointBlock{},
+		blocks: make(map[string]endpointBlock, ports),
 	}
 }
 
@@ -180,7 +181,7 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 	ref := tableRef(fam)
 	nodePortCIDRs := len(snap.NodePortAddresses) > 0
 	clusterCIDRs := len(prefixesOf(snap.ClusterCIDRs, fam)) > 0
-	ct := newCommitted(nodePortCIDRs, clusterCIDRs)
+	ct := newCommitted(nodePortCIDRs, clusterCIDRs, len(ports))
 	b.AddTable(ref)
 	if old == nil {
 		// Start clean: chains and sets of an earlier run are unknown to this one.
@@ -191,7 +192,7 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 		b.AddSet(ref, set)
 		b.FlushSet(ref, set.Name)
 	}
-	fixed := fixedChains(fam, nodePortCIDRs)
+	fixed := fixedChains(fam, nodePortCIDRs, clusterCIDRs)
 	for _, c := range fixed {
 		b.AddChain(ref, chainSpec(c.name))
 		b.FlushChain(ref, c.name)
@@ -498,12 +499,16 @@ type setGroup struct {
 func groupBySet(elems []mapElem) []setGroup {
 	idx := map[string]int{}
 	var out []setGroup
+	counts := map[string]int{}
+	for _, e := range elems {
+		counts[e.set]++
+	}
 	for _, e := range elems {
 		i, ok := idx[e.set]
 		if !ok {
 			i = len(out)
 			idx[e.set] = i
-			out = append(out, setGroup{set: e.set})
+			out = append(out, setGroup{set: e.set, elems: make([]nft.Element, 0, counts[e.set])})
 		}
 		out[i].elems = append(out[i].elems, e.elem)
 	}
