@@ -2,8 +2,8 @@ package nftrules
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/base32"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -242,7 +242,6 @@ func (m mapElem) key() string {
 	}
 	return string(b)
 }
-
 
 // portRules is everything one service port contributes to one family's table.
 type portRules struct {
