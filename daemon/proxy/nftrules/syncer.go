@@ -39,8 +39,7 @@ type committedTable struct {
 	ports         map[desired.ServicePortName]*portRules
 	chains        map[string][]nft.Rule // every per-service chain and its rules
 	affinity      map[string]nft.SetSpec
-	owner         map[string]desired.ServicePortName // mapElem.key() -> owner
-	elems         map[string]mapElem                 // mapElem.key() -> element
+	owner         map[string]*portRules // mapElem.key() -> the port whose element holds it
 	fixedElems    map[string]map[string]nft.Element  // node/cluster/service CIDR sets
 	stale         map[string]time.Time               // chains flushed at that time
 	staleSets     map[string]time.Time
@@ -167,8 +166,8 @@ func newCommitted(nodePortCIDRs, clusterCIDRs bool, ports int) *committedTable {
 	return &committedTable{
 		nodePortCIDRs: nodePortCIDRs, clusterCIDRs: clusterCIDRs,
 		ports: make(map[desired.ServicePortName]*portRules, ports), chains: make(map[string][]nft.Rule, ports),
-		affinity: map[string]nft.SetSpec{}, owner: make(map[string]desired.ServicePortName, 4*ports),
-		elems: make(map[string]mapElem, 4*ports), fixedElems: map[string]map[string]nft.Element{},
+		affinity: map[string]nft.SetSpec{}, owner: make(map[string]*portRules, 4*ports),
+		fixedElems: map[string]map[string]nft.Element{},
 		stale: map[string]time.Time{}, staleSets: map[string]time.Time{},
 		blocks: make(map[string]endpointBlock, ports),
 	}
@@ -207,6 +206,7 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 	}
 
 	// Generate every service port, first owner of a map key wins.
+	var toAdd []mapElem
 	for _, name := range sortedNames(ports) {
 		pr := generatePort(ports[name], clusterCIDRs, ct)
 		if pr == nil {
@@ -224,7 +224,8 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 			if _, taken := ct.owner[k]; taken {
 				continue
 			}
-			ct.owner[k], ct.elems[k] = name, e
+			ct.owner[k] = pr
+			toAdd = append(toAdd, e)
 		}
 	}
 	for name, spec := range ct.affinity {
@@ -252,7 +253,7 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 			b.AddRule(ref, name, r...)
 		}
 	}
-	addElements(b, ref, sortedElems(ct.elems))
+	addElements(b, ref, toAdd)
 	ct.syncFixedSetsFull(b, fam, snap)
 	if old != nil {
 		// Chains and sets of the old state that are gone: flushed now (the maps were
@@ -389,24 +390,29 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 		if old != nil {
 			for _, oe := range old.elems {
 				k := oe.key()
-				if owner, ok := ct.owner[k]; !ok || owner != name {
+				if ct.owner[k] != old {
 					continue
 				}
-				if w, ok := want[k]; ok && reflect.DeepEqual(w, ct.elems[k]) {
+				if w, ok := want[k]; ok && reflect.DeepEqual(w, oe) {
 					delete(want, k)
+					ct.owner[k] = pr
 					continue
 				}
-				delElems = append(delElems, ct.elems[k])
+				delElems = append(delElems, oe)
 				delete(ct.owner, k)
-				delete(ct.elems, k)
 			}
 		}
-		for k, e := range want {
+		wantKeys := make([]string, 0, len(want))
+		for k := range want {
+			wantKeys = append(wantKeys, k)
+		}
+		sort.Strings(wantKeys)
+		for _, k := range wantKeys {
 			if _, taken := ct.owner[k]; taken {
 				continue // another service port holds this address and port
 			}
-			ct.owner[k], ct.elems[k] = name, e
-			addElems = append(addElems, e)
+			ct.owner[k] = pr
+			addElems = append(addElems, want[k])
 		}
 	}
 	sort.Strings(addChains)
@@ -465,18 +471,6 @@ func sortedChainNames(m map[string][]nft.Rule) []string {
 	return out
 }
 
-func sortedElems(m map[string]mapElem) []mapElem {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]mapElem, len(keys))
-	for i, k := range keys {
-		out[i] = m[k]
-	}
-	return out
-}
 
 // addElements groups elements by set (keeping order) into one operation per set.
 func addElements(b *nft.Batch, ref nft.TableRef, elems []mapElem) {
