@@ -39,9 +39,9 @@ type committedTable struct {
 	ports         map[desired.ServicePortName]*portRules
 	chains        map[string][]nft.Rule // every per-service chain and its rules
 	affinity      map[string]nft.SetSpec
-	owner         map[string]*portRules // mapElem.key() -> the port whose element holds it
-	fixedElems    map[string]map[string]nft.Element  // node/cluster/service CIDR sets
-	stale         map[string]time.Time               // chains flushed at that time
+	owner         map[string]*portRules             // mapElem.key() -> the port whose element holds it
+	fixedElems    map[string]map[string]nft.Element // node/cluster/service CIDR sets
+	stale         map[string]time.Time              // chains flushed at that time
 	staleSets     map[string]time.Time
 	// blocks are the endpoint map key ranges by chain; nextBlock is the first
 	// never-used key (a full sync renumbers from 0); endpointMaps is how many endpoint
@@ -168,7 +168,7 @@ func newCommitted(nodePortCIDRs, clusterCIDRs bool, ports int) *committedTable {
 		ports: make(map[desired.ServicePortName]*portRules, ports), chains: make(map[string][]nft.Rule, ports),
 		affinity: map[string]nft.SetSpec{}, owner: make(map[string]*portRules, 4*ports),
 		fixedElems: map[string]map[string]nft.Element{},
-		stale: map[string]time.Time{}, staleSets: map[string]time.Time{},
+		stale:      map[string]time.Time{}, staleSets: map[string]time.Time{},
 		blocks: make(map[string]endpointBlock, ports),
 	}
 }
@@ -470,7 +470,6 @@ func sortedChainNames(m map[string][]nft.Rule) []string {
 	sort.Strings(out)
 	return out
 }
-
 
 // addElements groups elements by set (keeping order) into one operation per set.
 func addElements(b *nft.Batch, ref nft.TableRef, elems []mapElem) {
