@@ -105,7 +105,8 @@ func BenchmarkFullSync(b *testing.B) {
 }
 
 // BenchmarkOneChange: with 10,000 services programmed, the partial sync for one
-// service whose endpoints changed (one replaced), and for one service added.
+// changed service port: an endpoint replaced by another (same count), an endpoint
+// added (the count changes, so the service chain is rewritten), and a new service.
 func BenchmarkOneChange(b *testing.B) {
 	kerneltest.Require(b, kerneltest.Root, kerneltest.NetNS, kerneltest.NFTables)
 	const n = 10000
@@ -116,31 +117,64 @@ func BenchmarkOneChange(b *testing.B) {
 	if err := s.Sync(ctx, snap, desired.Changes{Full: true}); err != nil {
 		b.Fatal(err)
 	}
-	var times []time.Duration
-	var cpu time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		// Replace one endpoint of service k.
-		k := i % n
-		name := desired.ServicePortName{Namespace: fmt.Sprintf("ns%d", k%100), Name: fmt.Sprintf("svc%d", k), Port: "http", Protocol: desired.TCP}
-		sp := snap.Services[name][0]
-		eps := append([]desired.Endpoint(nil), sp.ClusterEndpoints...)
-		eps[0].Addr = netip.AddrFrom4([4]byte{10, 200, byte(i >> 8), byte(i)})
-		sort.Slice(eps, func(x, y int) bool { return eps[x].Addr.Less(eps[y].Addr) })
-		sp.ClusterEndpoints = eps
-		snap.Services[name] = []desired.ServicePort{sp}
-		start, cpu0 := time.Now(), cpuTime()
-		if err := s.Sync(ctx, snap, desired.Changes{Changed: map[desired.ServicePortName]bool{name: true}}); err != nil {
-			b.Fatal(err)
-		}
-		times = append(times, time.Since(start))
-		cpu += cpuTime() - cpu0
+	nameOf := func(k int) desired.ServicePortName {
+		return desired.ServicePortName{Namespace: fmt.Sprintf("ns%d", k%100), Name: fmt.Sprintf("svc%d", k), Port: "http", Protocol: desired.TCP}
 	}
-	b.StopTimer()
-	sort.Slice(times, func(x, y int) bool { return times[x] < times[y] })
-	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-p50")
-	b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "ms-p99")
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/change")
+	seq := 0
+	cases := []struct {
+		name   string
+		change func(i int) desired.ServicePortName
+	}{
+		{"replace-endpoint", func(i int) desired.ServicePortName {
+			name := nameOf(i % n)
+			sp := snap.Services[name][0]
+			eps := append([]desired.Endpoint(nil), sp.ClusterEndpoints...)
+			seq++
+			eps[0].Addr = netip.AddrFrom4([4]byte{10, 200, byte(seq >> 8), byte(seq)})
+			sort.Slice(eps, func(x, y int) bool { return eps[x].Addr.Less(eps[y].Addr) })
+			sp.ClusterEndpoints = eps
+			snap.Services[name] = []desired.ServicePort{sp}
+			return name
+		}},
+		{"add-endpoint", func(i int) desired.ServicePortName {
+			name := nameOf((i + n/2) % n)
+			sp := snap.Services[name][0]
+			seq++
+			sp.ClusterEndpoints = append(append([]desired.Endpoint(nil), sp.ClusterEndpoints...),
+				desired.Endpoint{Addr: netip.AddrFrom4([4]byte{10, 201, byte(seq >> 8), byte(seq)}), Port: 8080, NodeName: "node-x", Ready: true, Serving: true})
+			snap.Services[name] = []desired.ServicePort{sp}
+			return name
+		}},
+		{"add-service", func(i int) desired.ServicePortName {
+			seq++
+			name := desired.ServicePortName{Namespace: "new", Name: fmt.Sprintf("svc%d", seq), Port: "http", Protocol: desired.TCP}
+			sp := scaleServices(1)[nameOf(0)][0]
+			sp.Name = name
+			sp.ClusterIP = netip.AddrFrom4([4]byte{10, 97, byte(seq >> 8), byte(seq)})
+			snap.Services[name] = []desired.ServicePort{sp}
+			return name
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			var times []time.Duration
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				name := c.change(i)
+				start, cpu0 := time.Now(), cpuTime()
+				if err := s.Sync(ctx, snap, desired.Changes{Changed: map[desired.ServicePortName]bool{name: true}}); err != nil {
+					b.Fatal(err)
+				}
+				times = append(times, time.Since(start))
+				cpu += cpuTime() - cpu0
+			}
+			sort.Slice(times, func(x, y int) bool { return times[x] < times[y] })
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-p50")
+			b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "ms-p99")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/change")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }
 
 // BenchmarkConnectLatency: TCP connection set-up time from a client host to a

@@ -95,7 +95,7 @@ func (s *Syncer) Sync(ctx context.Context, snap *desired.Snapshot, changes desir
 	now := s.clock.Now()
 	var b nft.Batch
 	next := map[desired.Family]*committedTable{}
-	byFamily := splitByFamily(snap)
+	var byFamily map[desired.Family]map[desired.ServicePortName]*desired.ServicePort
 	for _, fam := range []desired.Family{desired.IPv4, desired.IPv6} {
 		old := s.tables[fam]
 		nodePortCIDRs := len(snap.NodePortAddresses) > 0
@@ -103,12 +103,15 @@ func (s *Syncer) Sync(ctx context.Context, snap *desired.Snapshot, changes desir
 		full := changes.Full || old == nil || old.nodePortCIDRs != nodePortCIDRs || old.clusterCIDRs != clusterCIDRs || old.nextBlock > maxBlockKey
 		var ct *committedTable
 		if full {
+			if byFamily == nil {
+				byFamily = splitByFamily(snap)
+			}
 			ct = s.fullSync(&b, fam, snap, byFamily[fam], old, now)
 		} else {
 			// The record is updated in place: if the batch fails it is dropped
 			// whole (below), so it never disagrees with the kernel.
 			ct = old
-			ct.partialSync(&b, fam, byFamily[fam], changes.Changed, now)
+			ct.partialSync(&b, fam, changedPorts(snap, fam, changes.Changed), changes.Changed, now)
 			ct.syncFixedSets(&b, fam, snap)
 		}
 		ct.deleteStale(&b, tableRef(fam), now)
@@ -131,6 +134,21 @@ func splitByFamily(snap *desired.Snapshot) map[desired.Family]map[desired.Servic
 		for i := range ports {
 			sp := &ports[i]
 			out[sp.Family][name] = sp
+		}
+	}
+	return out
+}
+
+// changedPorts looks up only the changed service ports of one family, so a partial
+// sync costs the size of the change, not of the snapshot.
+func changedPorts(snap *desired.Snapshot, fam desired.Family, changed map[desired.ServicePortName]bool) map[desired.ServicePortName]*desired.ServicePort {
+	out := make(map[desired.ServicePortName]*desired.ServicePort, len(changed))
+	for name := range changed {
+		ports := snap.Services[name]
+		for i := range ports {
+			if ports[i].Family == fam {
+				out[name] = &ports[i]
+			}
 		}
 	}
 	return out
