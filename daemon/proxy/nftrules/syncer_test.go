@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/plinth/plinth/daemon/proxy/desired"
 	"github.com/plinth/plinth/kernel/nft"
+	"github.com/plinth/plinth/kernel/nft/nftsim"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -328,5 +330,68 @@ func TestCleanup(t *testing.T) {
 	var out strings.Builder
 	if err := Dump(ctx, rec, &out); err != nil || !strings.Contains(out.String(), "no plinth tables") {
 		t.Fatalf("Dump after cleanup: %q %v", out.String(), err)
+	}
+}
+
+// Shrinking the service count shrinks the number of endpoint maps; the extra maps are
+// emptied at once and deleted a second later, and every step is valid for the kernel's
+// rules (the Recorder refuses deleting a set a rule still uses).
+func TestEndpointMapsFollowTheServiceCount(t *testing.T) {
+	ctx := context.Background()
+	s, rec, clk := newTestSyncer()
+	many := map[string]desired.ServicePort{}
+	for i := 0; i < 3*servicesPerEndpointMap; i++ {
+		many[fmt.Sprintf("svc%d", i)] = desired.ServicePort{ClusterIP: netip.AddrFrom4([4]byte{10, 96, 1, byte(i)}), Port: 80,
+			ClusterEndpoints: []desired.Endpoint{ep("10.244.2.7", 8080, "node-a", false)}}
+	}
+	if err := s.Sync(ctx, snapshotOf(many), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	countMaps := func() int {
+		return strings.Count(rec.Text(tableRef(desired.IPv4)), "map "+endpointMapPrefix)
+	}
+	if got := countMaps(); got != 3 {
+		t.Fatalf("%d endpoint maps for %d service ports, want 3", got, len(many))
+	}
+	few := map[string]desired.ServicePort{"svc1": many["svc1"]}
+	if err := s.Sync(ctx, snapshotOf(few), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(StaleChainDelay)
+	if err := s.Sync(ctx, snapshotOf(few), desired.Changes{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := countMaps(); got != 1 {
+		t.Fatalf("%d endpoint maps after shrinking to one service, want 1", got)
+	}
+}
+
+// Two services claiming one external address and port: the first by name keeps it,
+// the sync succeeds, and the other takes it over once the first lets go.
+func TestConflictingAddressesFirstWins(t *testing.T) {
+	ctx := context.Background()
+	s, rec, _ := newTestSyncer()
+	ext := []netip.Addr{a("198.51.100.9")}
+	eps := []desired.Endpoint{ep("10.244.2.7", 8080, "node-a", false)}
+	svcs := map[string]desired.ServicePort{
+		"a": {ClusterIP: a("10.96.0.1"), Port: 80, ExternalIPs: ext, ClusterEndpoints: eps, ExternalEndpoints: eps},
+		"b": {ClusterIP: a("10.96.0.2"), Port: 80, ExternalIPs: ext, ClusterEndpoints: eps, ExternalEndpoints: eps},
+	}
+	if err := s.Sync(ctx, snapshotOf(svcs), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	if txt := rec.Text(tableRef(desired.IPv4)); !strings.Contains(txt, "198.51.100.9 . tcp . 80 : goto external-") || !strings.Contains(txt, "ns/a/") {
+		t.Fatalf("external IP not programmed for the first service:\n%s", txt)
+	}
+	delete(svcs, "a")
+	changed := map[desired.ServicePortName]bool{pn("a", "http", desired.TCP): true, pn("b", "http", desired.TCP): true}
+	if err := s.Sync(ctx, snapshotOf(svcs), desired.Changes{Changed: changed}); err != nil {
+		t.Fatal(err)
+	}
+	sim := nftsim.New(rec.Tables(), nft.IPv4)
+	sim.Local = []netip.Addr{nodeIP}
+	res := sim.Send(tcp(otherHost, a("198.51.100.9"), 80), nftsim.FromNetwork)
+	if !res.DNAT || !strings.Contains(nftsim.TraceText(res), "ns/b/") {
+		t.Fatalf("after a went away, the external IP does not reach b: %s via %s", res, nftsim.TraceText(res))
 	}
 }
