@@ -103,8 +103,9 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 	if b.Empty() {
 		return nil
 	}
-	var captured []netlink.Message
-	var owner []int // message index -> op index
+	enc := &batchEncoder{buf: make([]byte, 0, 64<<10)}
+	hdr := []byte{unix.AF_UNSPEC, 0, 0, unix.NFNL_SUBSYS_NFTABLES} // nfgenmsg, res_id = subsystem
+	enc.raw(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, hdr, -1)
 	current := 0
 	c, err := gnft.New(gnft.AsLasting(), gnft.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
 		for _, m := range req {
@@ -112,10 +113,7 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 			if t == netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN) || t == netlink.HeaderType(unix.NFNL_MSG_BATCH_END) {
 				continue
 			}
-			m.Header.Flags &^= netlink.Echo
-			m.Header.Sequence, m.Header.PID, m.Header.Length = 0, 0, 0
-			captured = append(captured, m)
-			owner = append(owner, current)
+			enc.raw(uint16(t), uint16(m.Header.Flags&^netlink.Echo), m.Data, current)
 		}
 		return nil, nil
 	}))
@@ -145,15 +143,19 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 	}
 	for i, o := range b.ops {
 		current = i
-		if err := n.queue(c, table(o.table), o, specs, specOf); err != nil {
+		done, err := enc.fastOp(o, i, func() (SetSpec, error) { return specOf(o.table, o.name) })
+		if err == nil && !done {
+			if err = n.queue(c, table(o.table), o, specs, specOf); err == nil {
+				// Hands this operation's messages to the capture function above.
+				err = c.Flush()
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("nftables batch operation %d of %d (%s): %w", i+1, len(b.ops), o.describe(), err)
 		}
-		// Hands this operation's messages to the capture function above.
-		if err := c.Flush(); err != nil {
-			return fmt.Errorf("nftables batch operation %d of %d (%s): encoding: %w", i+1, len(b.ops), o.describe(), err)
-		}
 	}
-	if err := n.send(ctx, b, captured, owner); err != nil {
+	enc.raw(unix.NFNL_MSG_BATCH_END, unix.NLM_F_REQUEST, hdr, -1)
+	if err := n.send(ctx, b, enc); err != nil {
 		return err
 	}
 	// Remember set types in operation order (a batch may delete a table and recreate it).
@@ -176,7 +178,7 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 // send transmits the batch in one sendmsg. The kernel processes it before sendmsg
 // returns; it answers only errors (no message asks for an acknowledgement), so a
 // drained socket means success.
-func (n *Netlink) send(ctx context.Context, b *Batch, msgs []netlink.Message, owner []int) error {
+func (n *Netlink) send(ctx context.Context, b *Batch, enc *batchEncoder) error {
 	var nsFD int
 	if n.netnsPath != "" {
 		f, err := os.Open(n.netnsPath)
@@ -192,36 +194,12 @@ func (n *Netlink) send(ctx context.Context, b *Batch, msgs []netlink.Message, ow
 	}
 	defer conn.Close()
 	_ = conn.SetOption(netlink.ExtendedAcknowledge, true)
-	hdr := []byte{unix.AF_UNSPEC, 0, 0, unix.NFNL_SUBSYS_NFTABLES} // nfgenmsg, res_id = subsystem
-	all := make([]netlink.Message, 0, len(msgs)+2)
-	all = append(all, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN), Flags: netlink.Request}, Data: hdr})
-	all = append(all, msgs...)
-	all = append(all, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_MSG_BATCH_END), Flags: netlink.Request}, Data: hdr})
-	size := 0
-	for _, m := range all {
-		size += unix.NLMSG_HDRLEN + (len(m.Data)+3)/4*4
-	}
-	if err := conn.SetWriteBuffer(size + 64<<10); err != nil {
-		return fmt.Errorf("sizing the netlink send buffer to %d bytes: %w", size, err)
+	if err := conn.SetWriteBuffer(len(enc.buf) + 64<<10); err != nil {
+		return fmt.Errorf("sizing the netlink send buffer to %d bytes: %w", len(enc.buf), err)
 	}
 	_ = conn.SetReadBuffer(4 << 20)
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	// One buffer, one sendmsg: message i carries sequence number i+1.
-	buf := make([]byte, 0, size)
-	for i, m := range all {
-		start := len(buf)
-		buf = binary.NativeEndian.AppendUint32(buf, 0) // length, set below
-		buf = binary.NativeEndian.AppendUint16(buf, uint16(m.Header.Type))
-		buf = binary.NativeEndian.AppendUint16(buf, uint16(m.Header.Flags))
-		buf = binary.NativeEndian.AppendUint32(buf, uint32(i+1))
-		buf = binary.NativeEndian.AppendUint32(buf, 0) // port id: the kernel's
-		buf = append(buf, m.Data...)
-		binary.NativeEndian.PutUint32(buf[start:], uint32(len(buf)-start))
-		for len(buf)%4 != 0 {
-			buf = append(buf, 0)
-		}
 	}
 	rc, err := conn.SyscallConn()
 	if err != nil {
@@ -229,18 +207,18 @@ func (n *Netlink) send(ctx context.Context, b *Batch, msgs []netlink.Message, ow
 	}
 	var sendErr error
 	if err := rc.Write(func(fd uintptr) bool {
-		sendErr = unix.Sendto(int(fd), buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+		sendErr = unix.Sendto(int(fd), enc.buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
 		return sendErr != unix.EAGAIN
 	}); err != nil {
 		return err
 	}
 	if sendErr != nil {
-		return fmt.Errorf("sending an nftables batch of %d operations (%d messages, %d bytes): %w", len(b.ops), len(all), size, sendErr)
+		return fmt.Errorf("sending an nftables batch of %d operations (%d messages, %d bytes): %w", len(b.ops), enc.n, len(enc.buf), sendErr)
 	}
-	seqToOp := make(map[uint32]int, len(all))
+	seqToOp := make(map[uint32]int, enc.n)
 	seqToOp[1] = -1 // commit errors are reported against BATCH_BEGIN
-	for i := range owner {
-		seqToOp[uint32(i+2)] = owner[i]
+	for i, op := range enc.owner {
+		seqToOp[uint32(i+2)] = op
 	}
 	errs, err := drainErrors(conn)
 	if err != nil {
