@@ -94,6 +94,15 @@ func (b *Batch) DeleteElements(t TableRef, set string, elems ...Element) {
 	}
 }
 
+// sizeHint estimates the encoded size, so the buffer rarely grows.
+func (b *Batch) sizeHint() int {
+	n := 4 << 10
+	for _, o := range b.ops {
+		n += 128 + 64*len(o.elems) + 96*len(o.rule)
+	}
+	return n
+}
+
 // Len is the number of operations.
 func (b *Batch) Len() int { return len(b.ops) }
 

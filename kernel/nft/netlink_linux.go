@@ -103,7 +103,7 @@ func (n *Netlink) Apply(ctx context.Context, b *Batch) error {
 	if b.Empty() {
 		return nil
 	}
-	enc := &batchEncoder{buf: make([]byte, 0, 64<<10)}
+	enc := &batchEncoder{buf: make([]byte, 0, b.sizeHint())}
 	hdr := []byte{unix.AF_UNSPEC, 0, 0, unix.NFNL_SUBSYS_NFTABLES} // nfgenmsg, res_id = subsystem
 	enc.raw(unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, hdr, -1)
 	current := 0

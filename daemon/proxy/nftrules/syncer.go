@@ -224,7 +224,7 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 	}
 
 	// Generate every service port, first owner of a map key wins.
-	var toAdd []mapElem
+	toAdd := make([]mapElem, 0, 16*len(ports))
 	for _, name := range sortedNames(ports) {
 		pr := generatePort(ports[name], clusterCIDRs, ct)
 		if pr == nil {
