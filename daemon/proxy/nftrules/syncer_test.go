@@ -395,3 +395,38 @@ func TestConflictingAddressesFirstWins(t *testing.T) {
 		t.Fatalf("after a went away, the external IP does not reach b: %s via %s", res, nftsim.TraceText(res))
 	}
 }
+
+// A periodic full resync over a live table (with stale chains pending and affinity
+// sets in use) is valid, keeps the affinity sets, and converges.
+func TestFullResyncOverLiveTable(t *testing.T) {
+	ctx := context.Background()
+	s, rec, clk := newTestSyncer()
+	all := shapes()
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	delete(all, "loadbalancer")
+	changed := map[desired.ServicePortName]bool{pn("loadbalancer", "http", desired.TCP): true}
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Changed: changed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatalf("full resync with stale chains pending: %v", err)
+	}
+	for _, op := range rec.Batches()[len(rec.Batches())-1] {
+		if strings.HasPrefix(op, "delete table") || (strings.HasPrefix(op, "flush set") && strings.Contains(op, affinityPrefix)) {
+			t.Errorf("a full resync over a live table sent %q", op)
+		}
+	}
+	clk.Step(StaleChainDelay)
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, frec, _ := newTestSyncer()
+	if err := fresh.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resolveEndpointBlocks(rec.Text(both...)), resolveEndpointBlocks(frec.Text(both...)); got != want {
+		t.Fatalf("full resyncs did not converge:\n--- resynced ---\n%s\n--- fresh ---\n%s", got, want)
+	}
+}
