@@ -248,23 +248,6 @@ type portRules struct {
 	chains   []namedRules  // service, external, local, firewall and endpoint chains
 	affinity []nft.SetSpec // one dynamic set per endpoint with ClientIP affinity
 	elems    []mapElem
-	// version is the service chain's generation (see versionSuffix); serviceChain its
-	// name; blockKeys the endpoint map ranges the port uses.
-	version      int
-	serviceChain string
-	blockKeys    []string
-}
-
-// versionSuffix names a rewritten service chain. A partial sync that must change a
-// service chain's rules writes a new chain "service-…~N" and points the maps at it
-// instead of flushing the old one: in the kernel a flush waits (about 10 ms here),
-// and the old chain is deleted later with the other stale chains. A full sync writes
-// unversioned names again.
-func versionSuffix(v int) string {
-	if v == 0 {
-		return ""
-	}
-	return fmt.Sprintf("~%d", v)
 }
 
 func svcElem(set string, a netip.Addr, proto uint32, port uint16, v nft.Verdict) mapElem {
@@ -289,15 +272,15 @@ type blockAllocator interface {
 
 // generatePort renders one service port in one family. clusterCIDRs tells whether the
 // table has pod CIDRs to tell pod traffic from off-node traffic.
-func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAllocator, version int) *portRules {
+func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAllocator) *portRules {
 	if !sp.ClusterIP.IsValid() {
 		return nil // headless: no rules
 	}
+	pr := &portRules{}
 	id := portID(sp.Name)
 	proto := protoNum(sp.Protocol)
 	fam := sp.Family
-	serviceChain := servicePrefix + id + versionSuffix(version)
-	pr := &portRules{version: version, serviceChain: serviceChain}
+	serviceChain := servicePrefix + id
 	external := len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0 || sp.NodePort != 0
 
 	usable := func(eps []desired.Endpoint) []desired.Endpoint {
@@ -328,7 +311,6 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAlloca
 		if simple {
 			// One rule and one element per endpoint in the shared map.
 			group, off := blocks.block(chain, len(eps))
-			pr.blockKeys = append(pr.blockKeys, chain)
 			m := endpointMap(sp.Family, group).Name
 			for i, ep := range eps {
 				pr.elems = append(pr.elems, mapElem{set: m, elem: nft.Element{
@@ -372,7 +354,7 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAlloca
 		if clusterCIDRs {
 			pr.elems = append(pr.elems, svcElem(setClusterIPPorts, sp.ClusterIP, proto, sp.Port, nft.Verdict{}))
 		}
-		rules := chooser(servicePrefix+id, clusterEPs) // ranges keyed by the unversioned name
+		rules := chooser(serviceChain, clusterEPs)
 		// The service chain goes first so chain creation order reads naturally.
 		pr.chains = append([]namedRules{{serviceChain, rules}}, pr.chains...)
 		pr.elems = append(pr.elems, svcElem(mapServiceIPs, sp.ClusterIP, proto, sp.Port, nft.Goto(serviceChain)))

@@ -226,7 +226,7 @@ func (s *Syncer) fullSync(b *nft.Batch, fam desired.Family, snap *desired.Snapsh
 	// Generate every service port, first owner of a map key wins.
 	toAdd := make([]mapElem, 0, 16*len(ports))
 	for _, name := range sortedNames(ports) {
-		pr := generatePort(ports[name], clusterCIDRs, ct, 0)
+		pr := generatePort(ports[name], clusterCIDRs, ct)
 		if pr == nil {
 			continue
 		}
@@ -321,15 +321,6 @@ func (ct *committedTable) isEndpointMap(name string) bool {
 	return g < ct.endpointMaps
 }
 
-func chainRules(pr *portRules, name string) []nft.Rule {
-	for _, c := range pr.chains {
-		if c.name == name {
-			return c.rules
-		}
-	}
-	return nil
-}
-
 func chainSpec(name string) nft.ChainSpec {
 	for _, c := range baseChains {
 		if c.Name == name {
@@ -358,31 +349,7 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 		old := ct.ports[name]
 		var pr *portRules
 		if sp, ok := ports[name]; ok {
-			version := 0
-			if old != nil {
-				version = old.version
-			}
-			pr = generatePort(sp, ct.clusterCIDRs, ct, version)
-			if pr != nil && old != nil && pr.serviceChain == old.serviceChain {
-				if committed, ok := ct.chains[pr.serviceChain]; ok && !reflect.DeepEqual(committed, chainRules(pr, pr.serviceChain)) {
-					// Write the new rules into a new chain rather than flushing this one.
-					pr = generatePort(sp, ct.clusterCIDRs, ct, version+1)
-				}
-			}
-		}
-		if old != nil {
-			// Endpoint ranges the port no longer uses.
-			keep := map[string]bool{}
-			if pr != nil {
-				for _, k := range pr.blockKeys {
-					keep[k] = true
-				}
-			}
-			for _, k := range old.blockKeys {
-				if !keep[k] {
-					delete(ct.blocks, k)
-				}
-			}
+			pr = generatePort(sp, ct.clusterCIDRs, ct)
 		}
 		newChains := map[string][]nft.Rule{}
 		if pr != nil {
@@ -401,10 +368,8 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 				addChains = append(addChains, cname)
 				ruleChains = append(ruleChains, cname)
 			case wasStale:
-				// Stale chains keep their rules until deleted.
 				delete(ct.stale, cname)
-				b.FlushChain(ref, cname)
-				ruleChains = append(ruleChains, cname)
+				ruleChains = append(ruleChains, cname) // flushed when it went stale
 			case !reflect.DeepEqual(oldRules, rules):
 				b.FlushChain(ref, cname)
 				ruleChains = append(ruleChains, cname)
@@ -482,9 +447,9 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 	addElements(b, ref, addElems)
 	sort.Strings(goneChains)
 	for _, c := range goneChains {
-		// Nothing points at it any more (its map elements and the rules jumping to
-		// it were replaced above); it is flushed and deleted a second from now.
+		b.FlushChain(ref, c)
 		delete(ct.chains, c)
+		delete(ct.blocks, c)
 		ct.stale[c] = now
 	}
 }
@@ -505,10 +470,6 @@ func (ct *committedTable) deleteStale(b *nft.Batch, ref nft.TableRef, now time.T
 	}
 	sort.Strings(chains)
 	sort.Strings(sets)
-	// Flush all first: a stale chain may still jump to another stale chain.
-	for _, c := range chains {
-		b.FlushChain(ref, c)
-	}
 	for _, c := range chains {
 		b.DeleteChain(ref, c)
 		delete(ct.stale, c)

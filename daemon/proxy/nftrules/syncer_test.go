@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -210,16 +209,11 @@ func protoOfShape(n string) desired.Protocol {
 	return desired.TCP
 }
 
-var versionRE = regexp.MustCompile(`~[0-9]+`)
-
 // resolveEndpointBlocks rewrites "numgen random mod N offset O map @service-endpoints"
 // into the endpoints it picks from and drops the map, so tables that number their
 // endpoint blocks differently (partial syncs reuse and append, a full sync renumbers)
 // compare equal when they choose among the same endpoints.
 func resolveEndpointBlocks(text string) string {
-	// Service chains rewritten by partial syncs carry a version ("~N"); a full sync
-	// writes the plain name.
-	text = versionRE.ReplaceAllString(text, "")
 	var sections []string
 	for _, sec := range strings.SplitAfter(text, "\n}\n") {
 		sections = append(sections, resolveTableBlocks(sec))
