@@ -92,17 +92,26 @@ func (s *Syncer) Sync(ctx context.Context, snap *desired.Snapshot, changes desir
 	if snap == nil {
 		return fmt.Errorf("nftrules: nil snapshot")
 	}
+	families := []desired.Family{desired.IPv4, desired.IPv6}
+	full := map[desired.Family]bool{}
+	anyFull := false
+	for _, fam := range families {
+		old := s.tables[fam]
+		full[fam] = changes.Full || old == nil || old.nodePortCIDRs != (len(snap.NodePortAddresses) > 0) ||
+			old.clusterCIDRs != (len(prefixesOf(snap.ClusterCIDRs, fam)) > 0) || old.nextBlock > maxBlockKey
+		anyFull = anyFull || full[fam]
+	}
+	if err := validateSnapshot(snap, changes.Changed, anyFull); err != nil {
+		return fmt.Errorf("nftrules: %w", err)
+	}
 	now := s.clock.Now()
 	var b nft.Batch
 	next := map[desired.Family]*committedTable{}
 	var byFamily map[desired.Family]map[desired.ServicePortName]*desired.ServicePort
-	for _, fam := range []desired.Family{desired.IPv4, desired.IPv6} {
+	for _, fam := range families {
 		old := s.tables[fam]
-		nodePortCIDRs := len(snap.NodePortAddresses) > 0
-		clusterCIDRs := len(prefixesOf(snap.ClusterCIDRs, fam)) > 0
-		full := changes.Full || old == nil || old.nodePortCIDRs != nodePortCIDRs || old.clusterCIDRs != clusterCIDRs || old.nextBlock > maxBlockKey
 		var ct *committedTable
-		if full {
+		if full[fam] {
 			if byFamily == nil {
 				byFamily = splitByFamily(snap)
 			}
@@ -123,6 +132,35 @@ func (s *Syncer) Sync(ctx context.Context, snap *desired.Snapshot, changes desir
 		return fmt.Errorf("nftrules: applying %d operations: %w", b.Len(), err)
 	}
 	s.tables = next
+	return nil
+}
+
+// validateSnapshot checks the ports a sync will generate: all of them when a table is
+// rewritten whole (asked for, the first sync, after a failure, a mode change), the
+// changed ones otherwise.
+func validateSnapshot(snap *desired.Snapshot, changed map[desired.ServicePortName]bool, all bool) error {
+	check := func(name desired.ServicePortName) error {
+		ports := snap.Services[name]
+		for i := range ports {
+			if err := validatePort(name, &ports[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !all {
+		for name := range changed {
+			if err := check(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for name := range snap.Services {
+		if err := check(name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -430,3 +430,37 @@ func TestFullResyncOverLiveTable(t *testing.T) {
 		t.Fatalf("full resyncs did not converge:\n--- resynced ---\n%s\n--- fresh ---\n%s", got, want)
 	}
 }
+
+// Bad input is refused with the port, the field and the value, and changes nothing.
+func TestBadInputChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	s, rec, _ := newTestSyncer()
+	all := shapes()
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.Batches())
+	cases := map[string]func(sp *desired.ServicePort){
+		"field Family: 0":                      func(sp *desired.ServicePort) { sp.Family = 0 },
+		`field Protocol: "ICMP"`:               func(sp *desired.ServicePort) { sp.Protocol = "ICMP" },
+		"field ClusterIP: fd00::1":             func(sp *desired.ServicePort) { sp.ClusterIP = a("fd00::1") },
+		"field Port: 0":                        func(sp *desired.ServicePort) { sp.Port = 0 },
+		"field endpoints[0]: invalid AddrPort": func(sp *desired.ServicePort) { sp.ClusterEndpoints = []desired.Endpoint{{Port: 8080}} },
+	}
+	for want, mutate := range cases {
+		for _, full := range []bool{false, true} {
+			snap := snapshotOf(all)
+			name := pn("clusterip", "http", desired.TCP)
+			sp := snap.Services[name][0]
+			mutate(&sp)
+			snap.Services[name] = []desired.ServicePort{sp}
+			err := s.Sync(ctx, snap, desired.Changes{Full: full, Changed: map[desired.ServicePortName]bool{name: true}})
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ns/clusterip") {
+				t.Errorf("%s (full %v): got %v", want, full, err)
+			}
+		}
+	}
+	if len(rec.Batches()) != before {
+		t.Error("bad input reached the kernel")
+	}
+}
