@@ -26,6 +26,7 @@ const (
 	opFlushChain
 	opDeleteChain
 	opAddRule
+	opInsertRule
 	opAddSet
 	opFlushSet
 	opDeleteSet
@@ -66,6 +67,13 @@ func (b *Batch) DeleteChain(t TableRef, name string) {
 // AddRule appends a rule to a chain.
 func (b *Batch) AddRule(t TableRef, chain string, exprs ...Expr) {
 	b.ops = append(b.ops, op{kind: opAddRule, table: t, name: chain, rule: Rule(exprs)})
+}
+
+// InsertRule puts a rule first in a chain. A chain whose new rules, inserted in
+// reverse order, end in a verdict every packet takes, replaces its old rules without
+// deleting them: they are never reached again and can go later.
+func (b *Batch) InsertRule(t TableRef, chain string, exprs ...Expr) {
+	b.ops = append(b.ops, op{kind: opInsertRule, table: t, name: chain, rule: Rule(exprs)})
 }
 
 // AddSet creates the set unless it exists (with the same spec).
@@ -124,6 +132,8 @@ func (o op) describe() string {
 		return fmt.Sprintf("delete chain %s %s", o.table, o.name)
 	case opAddRule:
 		return fmt.Sprintf("add rule %s %s %s", o.table, o.name, RuleText(o.table.Family, o.rule))
+	case opInsertRule:
+		return fmt.Sprintf("insert rule %s %s %s", o.table, o.name, RuleText(o.table.Family, o.rule))
 	case opAddSet:
 		return fmt.Sprintf("add set %s %s", o.table, o.name)
 	case opFlushSet:

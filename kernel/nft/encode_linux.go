@@ -123,7 +123,7 @@ func (e *batchEncoder) fastOp(o op, idx int, spec func() (SetSpec, error)) (bool
 		e.attrString(unix.NFTA_CHAIN_TABLE, o.table.Name)
 		e.attrString(unix.NFTA_CHAIN_NAME, o.name)
 		e.end(start)
-	case opAddRule:
+	case opAddRule, opInsertRule:
 		for _, x := range o.rule {
 			if _, anon := x.(NumgenVMap); anon {
 				return false, nil // needs an anonymous set: the library's path
@@ -133,7 +133,11 @@ func (e *batchEncoder) fastOp(o op, idx int, spec func() (SetSpec, error)) (bool
 		if err != nil {
 			return true, err
 		}
-		start := e.begin(nftSubsys|unix.NFT_MSG_NEWRULE, unix.NLM_F_REQUEST|unix.NLM_F_CREATE|unix.NLM_F_APPEND, fam)
+		flags := uint16(unix.NLM_F_REQUEST | unix.NLM_F_CREATE | unix.NLM_F_APPEND)
+		if o.kind == opInsertRule {
+			flags &^= unix.NLM_F_APPEND // no position: the head of the chain
+		}
+		start := e.begin(nftSubsys|unix.NFT_MSG_NEWRULE, flags, fam)
 		e.attrString(unix.NFTA_RULE_TABLE, o.table.Name)
 		e.attrString(unix.NFTA_RULE_CHAIN, o.name)
 		list := e.nest(unix.NFTA_RULE_EXPRESSIONS)

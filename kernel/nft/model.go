@@ -84,7 +84,7 @@ func applyOp(o op, get func(TableRef) *Table, work map[TableRef]*Table) error {
 			return fmt.Errorf("chain is still referenced by %s (EBUSY)", by)
 		}
 		delete(t.Chains, o.name)
-	case opAddRule:
+	case opAddRule, opInsertRule:
 		c, ok := t.Chains[o.name]
 		if !ok {
 			return errNotFound("chain")
@@ -92,7 +92,11 @@ func applyOp(o op, get func(TableRef) *Table, work map[TableRef]*Table) error {
 		if err := t.checkRule(o.rule); err != nil {
 			return err
 		}
-		c.Rules = append(c.Rules, o.rule)
+		if o.kind == opInsertRule {
+			c.Rules = append([]Rule{o.rule}, c.Rules...)
+		} else {
+			c.Rules = append(c.Rules, o.rule)
+		}
 	case opAddSet:
 		if s, ok := t.Sets[o.name]; ok {
 			if !sameSetSpec(s.SetSpec, o.set) {

@@ -330,7 +330,7 @@ func (n *Netlink) queue(c *gnft.Conn, t *gnft.Table, o op, specs map[TableRef]ma
 		c.FlushChain(&gnft.Chain{Name: o.name, Table: t})
 	case opDeleteChain:
 		c.DelChain(&gnft.Chain{Name: o.name, Table: t})
-	case opAddRule:
+	case opAddRule, opInsertRule:
 		exprs, err := compileRule(o.table.Family, o.rule, func(elems []gnft.SetElement) (*gnft.Set, error) {
 			// Anonymous maps get a unique name here: with nft's "__map%d" the kernel
 			// scans every set of the table for a free number, quadratic over a sync.
@@ -343,7 +343,12 @@ func (n *Netlink) queue(c *gnft.Conn, t *gnft.Table, o op, specs map[TableRef]ma
 		if err != nil {
 			return err
 		}
-		c.AddRule(&gnft.Rule{Table: t, Chain: &gnft.Chain{Name: o.name, Table: t}, Exprs: exprs})
+		r := &gnft.Rule{Table: t, Chain: &gnft.Chain{Name: o.name, Table: t}, Exprs: exprs}
+		if o.kind == opInsertRule {
+			c.InsertRule(r)
+		} else {
+			c.AddRule(r)
+		}
 	case opAddSet:
 		s, err := gnftSet(t, o.set)
 		if err != nil {

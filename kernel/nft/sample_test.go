@@ -67,5 +67,6 @@ func sampleBatch(f Family) (*Batch, TableRef) {
 	b.AddRule(ref, "ep-a", Cmp{Field: FieldL4Proto, Value: NumValue(ProtoTCP)}, DNAT{Addr: addr("10.1.0.5", "fd00:1::5"), Port: 8080})
 	b.AddRule(ref, "ep-b", Cmp{Field: FieldMark, Neq: true, Value: NumValue(7)}, Cmp{Field: FieldL4Proto, Value: NumValue(ProtoTCP)}, DNAT{Addr: addr("10.2.0.6", "fd00:2::6"), Port: 80})
 	b.AddRule(ref, "ep-b", Cmp{Field: FieldFibSaddrType, Value: NumValue(AddrTypeLocal)}, Accept())
+	b.InsertRule(ref, "ep-b", Cmp{Field: FieldMark, Value: NumValue(9)}, Drop())
 	return &b, ref
 }

@@ -259,15 +259,16 @@ func svcElem(set string, a netip.Addr, proto uint32, port uint16, v nft.Verdict)
 }
 
 // blockAllocator hands out endpoint map key ranges: chain's N endpoints live in map
-// number group under keys offset .. offset+N-1. Asking again for the same chain and N
-// gives the same place, so a changed endpoint changes map elements, not rules.
+// number group under keys offset .. offset+N-1. Asking again for the same chain and
+// the same endpoints gives the same place; other endpoints get a new range (and a new
+// rule), so the old range can be deleted later rather than overwritten now.
 //
 // The endpoints are spread over several maps (about 64 service ports each) because the
 // kernel checks every element of a map each time a rule binds to it, and every binding
 // of a map each time an element is added: one map for all services made a sync
 // quadratic.
 type blockAllocator interface {
-	block(chain string, n int) (group int, offset uint32)
+	block(chain string, endpoints string, n int) (group int, offset uint32)
 }
 
 // generatePort renders one service port in one family. clusterCIDRs tells whether the
@@ -310,7 +311,7 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAlloca
 		}
 		if simple {
 			// One rule and one element per endpoint in the shared map.
-			group, off := blocks.block(chain, len(eps))
+			group, off := blocks.block(chain, endpointList(eps), len(eps))
 			m := endpointMap(sp.Family, group).Name
 			for i, ep := range eps {
 				pr.elems = append(pr.elems, mapElem{set: m, elem: nft.Element{
@@ -440,6 +441,16 @@ func generatePort(sp *desired.ServicePort, clusterCIDRs bool, blocks blockAlloca
 		}
 	}
 	return pr
+}
+
+// endpointList identifies a list of endpoints (addresses and ports, in order).
+func endpointList(eps []desired.Endpoint) string {
+	b := make([]byte, 0, 20*len(eps))
+	for _, ep := range eps {
+		b = ep.AddrPort().AppendTo(b)
+		b = append(b, ',')
+	}
+	return string(b)
 }
 
 // needsEndpointChain: a chain of its own for an endpoint that may be the sender

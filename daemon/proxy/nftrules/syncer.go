@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,11 @@ type committedTable struct {
 	owner         map[string]*portRules             // mapElem.key() -> the port whose element holds it
 	fixedElems    map[string]map[string]nft.Element // node/cluster/service CIDR sets
 	stale         map[string]time.Time              // chains flushed at that time
+	// dirty chains got new rules inserted in front of their old ones (since then);
+	// staleElems are endpoint map elements no rule reaches (since then). Both are
+	// cleaned up with the stale chains.
+	dirty      map[string]time.Time
+	staleElems map[string]staleElement
 	staleSets     map[string]time.Time
 	// blocks are the endpoint map key ranges by chain; nextBlock is the first
 	// never-used key (a full sync renumbers from 0); endpointMaps is how many endpoint
@@ -52,9 +58,14 @@ type committedTable struct {
 }
 
 type endpointBlock struct {
-	group  int
-	offset uint32
-	n      int
+	group     int
+	offset    uint32
+	endpoints string
+}
+
+type staleElement struct {
+	elem  mapElem
+	since time.Time
 }
 
 // servicesPerEndpointMap sizes the endpoint maps: small enough that the kernel's
@@ -65,13 +76,13 @@ const servicesPerEndpointMap = 64
 // maxBlockKey: past it a sync is full, which renumbers the ranges from 0.
 const maxBlockKey = 1 << 30
 
-func (ct *committedTable) block(chain string, n int) (int, uint32) {
-	if b, ok := ct.blocks[chain]; ok && b.n == n {
+func (ct *committedTable) block(chain, endpoints string, n int) (int, uint32) {
+	if b, ok := ct.blocks[chain]; ok && b.endpoints == endpoints {
 		return b.group, b.offset
 	}
 	h := fnv.New32a()
 	h.Write([]byte(chain))
-	b := endpointBlock{group: int(h.Sum32() % uint32(max(ct.endpointMaps, 1))), offset: ct.nextBlock, n: n}
+	b := endpointBlock{group: int(h.Sum32() % uint32(max(ct.endpointMaps, 1))), offset: ct.nextBlock, endpoints: endpoints}
 	ct.nextBlock += uint32(n)
 	ct.blocks[chain] = b
 	return b.group, b.offset
@@ -225,6 +236,7 @@ func newCommitted(nodePortCIDRs, clusterCIDRs bool, ports int) *committedTable {
 		affinity: map[string]nft.SetSpec{}, owner: make(map[string]*portRules, 4*ports),
 		fixedElems: map[string]map[string]nft.Element{},
 		stale:      map[string]time.Time{}, staleSets: map[string]time.Time{},
+		dirty: map[string]time.Time{}, staleElems: map[string]staleElement{},
 		blocks: make(map[string]endpointBlock, ports),
 	}
 }
@@ -359,6 +371,12 @@ func (ct *committedTable) isEndpointMap(name string) bool {
 	return g < ct.endpointMaps
 }
 
+// replaceableInPlace: chains whose rules always end in a verdict every packet reaching
+// them takes (the endpoint choice), so new rules inserted in front replace the old.
+func replaceableInPlace(chain string) bool {
+	return strings.HasPrefix(chain, servicePrefix) || strings.HasPrefix(chain, localPrefix)
+}
+
 func chainSpec(name string) nft.ChainSpec {
 	for _, c := range baseChains {
 		if c.Name == name {
@@ -383,6 +401,7 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 	var ruleChains []string
 	var delElems, addElems []mapElem
 	var goneChains []string
+	var insertChains []string
 	for _, name := range names {
 		old := ct.ports[name]
 		var pr *portRules
@@ -408,8 +427,17 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 			case wasStale:
 				delete(ct.stale, cname)
 				ruleChains = append(ruleChains, cname) // flushed when it went stale
+			case !reflect.DeepEqual(oldRules, rules) && replaceableInPlace(cname):
+				// New rules go in front of the old ones, which are never reached again;
+				// no flush now (a transaction that deletes waits in the kernel), the
+				// old rules go with the next cleanup.
+				insertChains = append(insertChains, cname)
+				if _, already := ct.dirty[cname]; !already {
+					ct.dirty[cname] = now
+				}
 			case !reflect.DeepEqual(oldRules, rules):
 				b.FlushChain(ref, cname)
+				delete(ct.dirty, cname)
 				ruleChains = append(ruleChains, cname)
 			}
 			ct.chains[cname] = rules
@@ -454,8 +482,13 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 					ct.owner[k] = pr
 					continue
 				}
-				delElems = append(delElems, oe)
 				delete(ct.owner, k)
+				if strings.HasPrefix(oe.set, endpointMapPrefix) {
+					// An old endpoint range: no rule reaches it any more.
+					ct.staleElems[k] = staleElement{oe, now}
+					continue
+				}
+				delElems = append(delElems, oe)
 			}
 		}
 		wantKeys := make([]string, 0, len(want))
@@ -468,6 +501,14 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 				continue // another service port holds this address and port
 			}
 			ct.owner[k] = pr
+			if se, pending := ct.staleElems[k]; pending {
+				// Wanted again before its cleanup: keep it if unchanged.
+				delete(ct.staleElems, k)
+				if reflect.DeepEqual(se.elem, want[k]) {
+					continue
+				}
+				delElems = append(delElems, se.elem)
+			}
 			addElems = append(addElems, want[k])
 		}
 	}
@@ -481,12 +522,20 @@ func (ct *committedTable) partialSync(b *nft.Batch, fam desired.Family, ports ma
 			b.AddRule(ref, c, r...)
 		}
 	}
+	sort.Strings(insertChains)
+	for _, c := range insertChains {
+		rules := ct.chains[c]
+		for i := len(rules) - 1; i >= 0; i-- {
+			b.InsertRule(ref, c, rules[i]...)
+		}
+	}
 	deleteElements(b, ref, delElems)
 	addElements(b, ref, addElems)
 	sort.Strings(goneChains)
 	for _, c := range goneChains {
 		b.FlushChain(ref, c)
 		delete(ct.chains, c)
+		delete(ct.dirty, c)
 		delete(ct.blocks, c)
 		ct.stale[c] = now
 	}
@@ -508,6 +557,30 @@ func (ct *committedTable) deleteStale(b *nft.Batch, ref nft.TableRef, now time.T
 	}
 	sort.Strings(chains)
 	sort.Strings(sets)
+	var compact []string
+	for c, since := range ct.dirty {
+		if now.Sub(since) >= StaleChainDelay {
+			compact = append(compact, c)
+		}
+	}
+	sort.Strings(compact)
+	for _, c := range compact {
+		// Drop the unreachable old rules: refill with the live ones.
+		b.FlushChain(ref, c)
+		for _, r := range ct.chains[c] {
+			b.AddRule(ref, c, r...)
+		}
+		delete(ct.dirty, c)
+	}
+	var elems []mapElem
+	for k, se := range ct.staleElems {
+		if now.Sub(se.since) >= StaleChainDelay {
+			elems = append(elems, se.elem)
+			delete(ct.staleElems, k)
+		}
+	}
+	sort.Slice(elems, func(i, j int) bool { return elems[i].key() < elems[j].key() })
+	deleteElements(b, ref, elems)
 	for _, c := range chains {
 		b.DeleteChain(ref, c)
 		delete(ct.stale, c)

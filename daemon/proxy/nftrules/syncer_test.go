@@ -174,7 +174,12 @@ func TestPartialSyncsConvergeOnFullSync(t *testing.T) {
 			t.Errorf("%s: sent %d operations: %v", step.name, len(ops), ops)
 		}
 
-		// Compare with a fresh full sync of the same state (stale chains aside).
+		// A second later the cleanup drops replaced rules, stale chains and elements;
+		// then the table equals a fresh full sync of the same state.
+		clk.Step(StaleChainDelay)
+		if err := s.Sync(ctx, snapshotOf(all), desired.Changes{}); err != nil {
+			t.Fatalf("%s: cleanup: %v", step.name, err)
+		}
 		fresh, frec, _ := newTestSyncer()
 		if err := fresh.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
 			t.Fatal(err)
@@ -462,5 +467,41 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	if len(rec.Batches()) != before {
 		t.Error("bad input reached the kernel")
+	}
+}
+
+// A service deleted and added back before the cleanup keeps working after it: its
+// endpoint range, pending deletion, is kept instead.
+func TestServiceBackBeforeCleanup(t *testing.T) {
+	ctx := context.Background()
+	s, rec, clk := newTestSyncer()
+	all := shapes()
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	name := pn("clusterip", "http", desired.TCP)
+	changed := map[desired.ServicePortName]bool{name: true}
+	sp := all["clusterip"]
+	delete(all, "clusterip")
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Changed: changed}); err != nil {
+		t.Fatal(err)
+	}
+	all["clusterip"] = sp
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Changed: changed}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(StaleChainDelay)
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{}); err != nil {
+		t.Fatal(err)
+	}
+	sim := nftsim.New(rec.Tables(), nft.IPv4)
+	sim.Local = []netip.Addr{nodeIP}
+	for k := 0; k < 2; k++ {
+		pick := k
+		sim.Pick = steer(&pick)
+		res := sim.Send(tcp(localPod, a("10.96.0.10"), 80), nftsim.FromNetwork)
+		if !res.DNAT {
+			t.Fatalf("after the cleanup, endpoint %d of the re-added service is unreachable: %s via %s", k, res, nftsim.TraceText(res))
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/plinth/plinth/daemon/proxy/desired"
 	"github.com/plinth/plinth/internal/kerneltest"
@@ -136,7 +137,8 @@ func TestTraffic(t *testing.T) {
 	serve(t, n.remote, 8080, "remote")
 	ctx := context.Background()
 	prog := &opsSpy{Programmer: nft.NewNetlink(n.node.Path)}
-	s := New(prog, clock.RealClock{})
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := New(prog, clk)
 
 	local := ep("10.244.1.5", 8080, "node-1", true)
 	remote := ep("10.244.2.7", 8080, "node-a", false)
@@ -175,7 +177,7 @@ func TestTraffic(t *testing.T) {
 			t.Errorf("40 connections reached %v, want both endpoints", seen)
 		}
 	})
-	t.Run("replacing an endpoint changes only map elements", func(t *testing.T) {
+	t.Run("replacing an endpoint deletes nothing", func(t *testing.T) {
 		sp := services["spread-map"]
 		// The remote endpoint is replaced by the local backend listening on a second
 		// address (same count, so the rule stays and only elements change).
@@ -187,7 +189,7 @@ func TestTraffic(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, op := range prog.last {
-			if !strings.Contains(op, "elements to set ip plinth service-endpoints") {
+			if strings.HasPrefix(op, "delete") || strings.HasPrefix(op, "flush") {
 				t.Errorf("replacing an endpoint sent %q", op)
 			}
 		}
@@ -255,6 +257,11 @@ func TestTraffic(t *testing.T) {
 	t.Run("live tables read back as generated", func(t *testing.T) {
 		rec := nft.NewRecorder()
 		if err := New(rec, clock.RealClock{}).Sync(ctx, trafficSnapshot(services), desired.Changes{Full: true}); err != nil {
+			t.Fatal(err)
+		}
+		// A second later the cleanup drops replaced rules and old endpoint ranges.
+		clk.Step(StaleChainDelay)
+		if err := s.Sync(ctx, trafficSnapshot(services), desired.Changes{}); err != nil {
 			t.Fatal(err)
 		}
 		var live strings.Builder
