@@ -48,7 +48,7 @@ type committedTable struct {
 	// cleaned up with the stale chains.
 	dirty      map[string]time.Time
 	staleElems map[string]staleElement
-	staleSets     map[string]time.Time
+	staleSets  map[string]time.Time
 	// blocks are the endpoint map key ranges by chain; nextBlock is the first
 	// never-used key (a full sync renumbers from 0); endpointMaps is how many endpoint
 	// maps the table has (chosen by the full sync from the number of service ports).
