@@ -73,6 +73,13 @@ type staleElement struct {
 // hold so many sets that looking one up by name (a linear scan) costs.
 const servicesPerEndpointMap = 64
 
+// Garbage (replaced rules, old endpoint ranges) is collected once there are
+// garbageMaxCount pieces or the oldest is garbageMaxAge old.
+const (
+	garbageMaxCount = 1000
+	garbageMaxAge   = 10 * time.Second
+)
+
 // maxBlockKey: past it a sync is full, which renumbers the ranges from 0.
 const maxBlockKey = 1 << 30
 
@@ -557,9 +564,21 @@ func (ct *committedTable) deleteStale(b *nft.Batch, ref nft.TableRef, now time.T
 	}
 	sort.Strings(chains)
 	sort.Strings(sets)
+	// Replaced rules and old endpoint ranges are unreachable garbage: removing them
+	// costs a deleting transaction (a wait in the kernel), so it is done in bulk, once
+	// there is much of it or some of it is old, rather than on every sync.
+	// A replaced rule may still jump to a chain that is due for deletion: then the
+	// garbage goes now, before the chain.
+	collect := len(chains) > 0 || len(ct.dirty)+len(ct.staleElems) >= garbageMaxCount
+	for _, since := range ct.dirty {
+		collect = collect || now.Sub(since) >= garbageMaxAge
+	}
+	for _, se := range ct.staleElems {
+		collect = collect || now.Sub(se.since) >= garbageMaxAge
+	}
 	var compact []string
 	for c, since := range ct.dirty {
-		if now.Sub(since) >= StaleChainDelay {
+		if collect && now.Sub(since) >= StaleChainDelay {
 			compact = append(compact, c)
 		}
 	}
@@ -574,7 +593,7 @@ func (ct *committedTable) deleteStale(b *nft.Batch, ref nft.TableRef, now time.T
 	}
 	var elems []mapElem
 	for k, se := range ct.staleElems {
-		if now.Sub(se.since) >= StaleChainDelay {
+		if collect && now.Sub(se.since) >= StaleChainDelay {
 			elems = append(elems, se.elem)
 			delete(ct.staleElems, k)
 		}

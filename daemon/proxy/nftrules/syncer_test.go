@@ -174,9 +174,9 @@ func TestPartialSyncsConvergeOnFullSync(t *testing.T) {
 			t.Errorf("%s: sent %d operations: %v", step.name, len(ops), ops)
 		}
 
-		// A second later the cleanup drops replaced rules, stale chains and elements;
-		// then the table equals a fresh full sync of the same state.
-		clk.Step(StaleChainDelay)
+		// Later the cleanup drops replaced rules, stale chains and elements; then the
+		// table equals a fresh full sync of the same state.
+		clk.Step(garbageMaxAge)
 		if err := s.Sync(ctx, snapshotOf(all), desired.Changes{}); err != nil {
 			t.Fatalf("%s: cleanup: %v", step.name, err)
 		}
@@ -490,7 +490,7 @@ func TestServiceBackBeforeCleanup(t *testing.T) {
 	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Changed: changed}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(StaleChainDelay)
+	clk.Step(garbageMaxAge)
 	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{}); err != nil {
 		t.Fatal(err)
 	}
@@ -503,5 +503,29 @@ func TestServiceBackBeforeCleanup(t *testing.T) {
 		if !res.DNAT {
 			t.Fatalf("after the cleanup, endpoint %d of the re-added service is unreachable: %s via %s", k, res, nftsim.TraceText(res))
 		}
+	}
+}
+
+// An endpoint chain that went stale while a replaced (unreachable, not yet collected)
+// rule still jumps to it is deleted only after that rule: the kernel refuses deleting
+// a chain something jumps to (the Recorder too). Found by the kernel traffic test.
+func TestStaleEndpointChainWaitsForReplacedRules(t *testing.T) {
+	ctx := context.Background()
+	s, _, clk := newTestSyncer()
+	all := shapes()
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Full: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp := all["affinity"] // a local endpoint: its own chain, jumped to from the service chain
+	sp.ClusterEndpoints = sp.ClusterEndpoints[1:]
+	sp.ExternalEndpoints = sp.ExternalEndpoints[1:]
+	all["affinity"] = sp
+	changed := map[desired.ServicePortName]bool{pn("affinity", "http", desired.TCP): true}
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{Changed: changed}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(StaleChainDelay)
+	if err := s.Sync(ctx, snapshotOf(all), desired.Changes{}); err != nil {
+		t.Fatalf("deleting the stale endpoint chain: %v", err)
 	}
 }

@@ -259,8 +259,8 @@ func TestTraffic(t *testing.T) {
 		if err := New(rec, clock.RealClock{}).Sync(ctx, trafficSnapshot(services), desired.Changes{Full: true}); err != nil {
 			t.Fatal(err)
 		}
-		// A second later the cleanup drops replaced rules and old endpoint ranges.
-		clk.Step(StaleChainDelay)
+		// Later the cleanup drops replaced rules and old endpoint ranges.
+		clk.Step(garbageMaxAge)
 		if err := s.Sync(ctx, trafficSnapshot(services), desired.Changes{}); err != nil {
 			t.Fatal(err)
 		}
