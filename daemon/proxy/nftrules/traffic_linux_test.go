@@ -44,14 +44,21 @@ func newTestNet(t testing.TB) *testNet {
 	// to nobody); without a route, packets to a ClusterIP nobody DNATs fail routing
 	// before the forward hook can refuse them.
 	n.node.Run(t, "ip", "route", "add", "default", "via", "192.0.2.1", "dev", "br0")
+	// IPv6 alike (nodad: no duplicate address detection delay).
+	n.node.Run(t, "ip", "addr", "add", "2001:db8::10/64", "dev", "br0", "nodad")
+	n.node.Run(t, "ip", "addr", "add", "fd00:244::1/48", "dev", "br0", "nodad")
+	n.node.Run(t, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+	n.node.Run(t, "ip", "-6", "route", "add", "default", "via", "2001:db8::1", "dev", "br0")
 	hosts := []struct {
-		ns   kerneltest.NetNSHandle
-		addr string
-		gw   string
+		ns    kerneltest.NetNSHandle
+		addr  string
+		gw    string
+		addr6 string
+		gw6   string
 	}{
-		{n.client, "192.0.2.50/24", "192.0.2.10"},
-		{n.local, "10.244.1.5/16", "10.244.0.1"},
-		{n.remote, "10.244.2.7/16", "10.244.0.1"},
+		{n.client, "192.0.2.50/24", "192.0.2.10", "2001:db8::50/64", "2001:db8::10"},
+		{n.local, "10.244.1.5/16", "10.244.0.1", "fd00:244::1:5/48", "fd00:244::1"},
+		{n.remote, "10.244.2.7/16", "10.244.0.1", "fd00:244::2:7/48", "fd00:244::1"},
 	}
 	for i, h := range hosts {
 		outer, inner := fmt.Sprintf("vh%d", i), "eth0"
@@ -60,6 +67,8 @@ func newTestNet(t testing.TB) *testNet {
 		h.ns.Run(t, "ip", "addr", "add", h.addr, "dev", inner)
 		h.ns.Run(t, "ip", "link", "set", inner, "up")
 		h.ns.Run(t, "ip", "route", "add", "default", "via", h.gw)
+		h.ns.Run(t, "ip", "addr", "add", h.addr6, "dev", inner, "nodad")
+		h.ns.Run(t, "ip", "-6", "route", "add", "default", "via", h.gw6)
 	}
 	return n
 }
@@ -69,7 +78,7 @@ func serve(t testing.TB, ns kerneltest.NetNSHandle, port int, name string) {
 	var ln net.Listener
 	ns.Do(t, func() {
 		var err error
-		if ln, err = net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", port)); err != nil {
+		if ln, err = net.Listen("tcp", fmt.Sprintf(":%d", port)); err != nil { // IPv4 and IPv6
 			t.Fatalf("listen in %s: %v", ns.Name, err)
 		}
 	})
@@ -93,7 +102,7 @@ func serve(t testing.TB, ns kerneltest.NetNSHandle, port int, name string) {
 func (n *testNet) dial(t testing.TB, addr string, timeout time.Duration) (string, error) {
 	var c net.Conn
 	var err error
-	n.client.Do(t, func() { c, err = net.DialTimeout("tcp4", addr, timeout) })
+	n.client.Do(t, func() { c, err = net.DialTimeout("tcp", addr, timeout) })
 	if err != nil {
 		return "", err
 	}
@@ -125,9 +134,9 @@ func (o *opsSpy) Apply(ctx context.Context, b *nft.Batch) error {
 
 func trafficSnapshot(services map[string]desired.ServicePort) *desired.Snapshot {
 	snap := snapshotOf(services)
-	snap.NodeIPs = []netip.Addr{nodeIP, a("127.0.0.1")}
-	snap.ClusterCIDRs = []netip.Prefix{podCIDR}
-	snap.ServiceCIDRs = []netip.Prefix{svcCIDR}
+	snap.NodeIPs = []netip.Addr{nodeIP, nodeIP6, a("127.0.0.1"), a("::1")}
+	snap.ClusterCIDRs = []netip.Prefix{podCIDR, podCIDR6}
+	snap.ServiceCIDRs = []netip.Prefix{svcCIDR, svcCIDR6}
 	return snap
 }
 
@@ -154,6 +163,9 @@ func TestTraffic(t *testing.T) {
 		"nodeport-local-elsewhere": {ClusterIP: a("10.96.0.14"), Port: 80, NodePort: 30082, ExternalPolicyLocal: true,
 			ClusterEndpoints: []desired.Endpoint{remote}, HasEndpointsElsewhere: true},
 		"no-endpoints": {ClusterIP: a("10.96.0.15"), Port: 80},
+		"ipv6": {Family: desired.IPv6, ClusterIP: a("fd00:96::10"), Port: 80, NodePort: 30090,
+			ClusterEndpoints:  []desired.Endpoint{ep("fd00:244::1:5", 8080, "node-b", false), ep("fd00:244::2:7", 8080, "node-a", false)},
+			ExternalEndpoints: []desired.Endpoint{ep("fd00:244::1:5", 8080, "node-b", false), ep("fd00:244::2:7", 8080, "node-a", false)}},
 	}
 	if err := s.Sync(ctx, trafficSnapshot(services), desired.Changes{Full: true}); err != nil {
 		t.Fatal(err)
@@ -197,6 +209,20 @@ func TestTraffic(t *testing.T) {
 			if got := n.mustDial(t, "10.96.0.16:80"); got != "local" {
 				t.Fatalf("after replacing the remote endpoint, a connection reached %q", got)
 			}
+		}
+	})
+	t.Run("IPv6 ClusterIP spreads over all endpoints", func(t *testing.T) {
+		seen := map[string]int{}
+		for i := 0; i < 40; i++ {
+			seen[n.mustDial(t, "[fd00:96::10]:80")]++
+		}
+		if len(seen) != 2 {
+			t.Errorf("40 connections reached %v, want both endpoints", seen)
+		}
+	})
+	t.Run("IPv6 NodePort on the primary address", func(t *testing.T) {
+		if got := n.mustDial(t, "[2001:db8::10]:30090"); got != "local" && got != "remote" {
+			t.Errorf("node port answered %q", got)
 		}
 	})
 	t.Run("ClientIP affinity sticks", func(t *testing.T) {
