@@ -44,6 +44,11 @@ func newTestNet(t testing.TB) *testNet {
 	// to nobody); without a route, packets to a ClusterIP nobody DNATs fail routing
 	// before the forward hook can refuse them.
 	n.node.Run(t, "ip", "route", "add", "default", "via", "192.0.2.1", "dev", "br0")
+	// That route leads back out of br0, so the kernel would send the client an ICMP
+	// redirect before the forward hook runs, and the per-host ICMP rate limit would then
+	// swallow the port-unreachable a rejected UDP datagram earns.
+	n.node.Run(t, "sysctl", "-qw", "net.ipv4.conf.all.send_redirects=0")
+	n.node.Run(t, "sysctl", "-qw", "net.ipv4.conf.br0.send_redirects=0")
 	// IPv6 alike (nodad: no duplicate address detection delay).
 	n.node.Run(t, "ip", "addr", "add", "2001:db8::10/64", "dev", "br0", "nodad")
 	n.node.Run(t, "ip", "addr", "add", "fd00:244::1/48", "dev", "br0", "nodad")
@@ -98,6 +103,49 @@ func serve(t testing.TB, ns kerneltest.NetNSHandle, port int, name string) {
 	}()
 }
 
+// serveUDP answers every datagram on port with name, until the test ends.
+func serveUDP(t testing.TB, ns kerneltest.NetNSHandle, port int, name string) {
+	var pc net.PacketConn
+	ns.Do(t, func() {
+		var err error
+		if pc, err = net.ListenPacket("udp", fmt.Sprintf(":%d", port)); err != nil {
+			t.Fatalf("listen udp in %s: %v", ns.Name, err)
+		}
+	})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { pc.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 64)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo([]byte(name), from)
+		}
+	}()
+}
+
+// askUDP sends one datagram from the client host and returns the answer.
+func (n *testNet) askUDP(t testing.TB, addr string) (string, error) {
+	var c net.Conn
+	var err error
+	n.client.Do(t, func() { c, err = net.Dial("udp", addr) })
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := c.Write([]byte("?")); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 64)
+	k, err := c.Read(buf)
+	return string(buf[:k]), err
+}
+
 // dial connects from the client host and returns what the server said.
 func (n *testNet) dial(t testing.TB, addr string, timeout time.Duration) (string, error) {
 	var c net.Conn
@@ -144,6 +192,8 @@ func TestTraffic(t *testing.T) {
 	n := newTestNet(t)
 	serve(t, n.local, 8080, "local")
 	serve(t, n.remote, 8080, "remote")
+	serveUDP(t, n.local, 5353, "local")
+	serveUDP(t, n.remote, 5353, "remote")
 	ctx := context.Background()
 	prog := &opsSpy{Programmer: nft.NewNetlink(n.node.Path)}
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -163,6 +213,9 @@ func TestTraffic(t *testing.T) {
 		"nodeport-local-elsewhere": {ClusterIP: a("10.96.0.14"), Port: 80, NodePort: 30082, ExternalPolicyLocal: true,
 			ClusterEndpoints: []desired.Endpoint{remote}, HasEndpointsElsewhere: true},
 		"no-endpoints": {ClusterIP: a("10.96.0.15"), Port: 80},
+		"dns": {Protocol: desired.UDP, ClusterIP: a("10.96.0.53"), Port: 53,
+			ClusterEndpoints: []desired.Endpoint{ep("10.244.1.5", 5353, "node-b", false), ep("10.244.2.7", 5353, "node-a", false)}},
+		"dns-none": {Protocol: desired.UDP, ClusterIP: a("10.96.0.54"), Port: 53},
 		"ipv6": {Family: desired.IPv6, ClusterIP: a("fd00:96::10"), Port: 80, NodePort: 30090,
 			ClusterEndpoints:  []desired.Endpoint{ep("fd00:244::1:5", 8080, "node-b", false), ep("fd00:244::2:7", 8080, "node-a", false)},
 			ExternalEndpoints: []desired.Endpoint{ep("fd00:244::1:5", 8080, "node-b", false), ep("fd00:244::2:7", 8080, "node-a", false)}},
@@ -223,6 +276,24 @@ func TestTraffic(t *testing.T) {
 	t.Run("IPv6 NodePort on the primary address", func(t *testing.T) {
 		if got := n.mustDial(t, "[2001:db8::10]:30090"); got != "local" && got != "remote" {
 			t.Errorf("node port answered %q", got)
+		}
+	})
+	t.Run("UDP to a ClusterIP reaches every endpoint", func(t *testing.T) {
+		seen := map[string]int{}
+		for i := 0; i < 40; i++ {
+			got, err := n.askUDP(t, "10.96.0.53:53")
+			if err != nil {
+				t.Fatalf("datagram %d: %v", i, err)
+			}
+			seen[got]++
+		}
+		if len(seen) != 2 {
+			t.Errorf("40 datagrams (each from a new socket) reached %v, want both endpoints", seen)
+		}
+	})
+	t.Run("UDP without endpoints is refused", func(t *testing.T) {
+		if _, err := n.askUDP(t, "10.96.0.54:53"); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("want connection refused (ICMP port unreachable), got %v", err)
 		}
 	})
 	t.Run("ClientIP affinity sticks", func(t *testing.T) {
