@@ -16,6 +16,7 @@ debian_packages=(
 	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp
 	pkg-config      # cgo: libseccomp-golang finds libseccomp with pkg-config
 	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm)
+	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
 )
 
 missing=()

@@ -10,10 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/utils/clock"
+
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/plinthd"
+	"github.com/plinth/plinth/daemon/proxy/nftrules"
 	"github.com/plinth/plinth/daemon/watchdog"
 	"github.com/plinth/plinth/internal/version"
+	"github.com/plinth/plinth/kernel/nft"
 )
 
 func main() {
@@ -33,9 +37,10 @@ func main() {
 		os.Exit(2)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	// The Service proxy's nftables rule syncer; nil until daemon/proxy/nftrules is
-	// wired here.
-	backends := plinthd.Backends{NewProxyRules: nil}
+	// The Service proxy's nftables rules, in plinthd's own network namespace.
+	backends := plinthd.Backends{NewProxyRules: func(*slog.Logger) (plinthd.ProxyRules, error) {
+		return nftrules.New(nft.NewNetlink(""), clock.RealClock{}), nil
+	}}
 	if *cleanup {
 		if err := plinthd.Cleanup(context.Background(), backends, logger); err != nil {
 			fmt.Fprintln(os.Stderr, "plinthd:", err)
