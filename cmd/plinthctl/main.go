@@ -25,8 +25,8 @@ import (
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/images/imagectl"
 	"github.com/plinth/plinth/daemon/pressurereport"
-	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/daemon/proxy/nftrules"
+	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/internal/version"
 )
 
