@@ -238,6 +238,17 @@ func (c *Controller) setFor(p netip.Prefix) *cidrSet {
 	return nil
 }
 
+// inRange is the part of cidrs inside the cluster CIDRs.
+func (c *Controller) inRange(cidrs []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range cidrs {
+		if c.setFor(p) != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // adopt records the CIDRs n carries inside the cluster CIDRs as its own. A CIDR held
 // by another Node is reported and not taken over.
 func (c *Controller) adopt(n *v1.Node) {
@@ -307,8 +318,11 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		// A Node of the same name replaced the one that held these.
 		c.release(name)
 	}
-	if len(nodeCIDRs(node)) > 0 {
-		if _, ok := c.held[name]; !ok {
+	if carried := nodeCIDRs(node); len(carried) > 0 {
+		// What the Node carries is the record: CIDRs held for a write that never
+		// landed (someone else set others meanwhile) go back.
+		if h, ok := c.held[name]; !ok || !slices.Equal(h.cidrs, c.inRange(carried)) {
+			c.release(name)
 			c.adopt(node)
 		}
 		return c.markAvailable(ctx, node)

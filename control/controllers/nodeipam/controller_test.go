@@ -360,3 +360,32 @@ func metricValue(t *testing.T, c prometheus.Metric) float64 {
 	}
 	return m.Gauge.GetValue()
 }
+
+func TestCIDRsSetByOthersReplaceAnUnwrittenAllocation(t *testing.T) {
+	h := newHarness(t, "10.0.0.0/16", 24, 64)
+	h.create(node("a", "ua"))
+	h.client.PrependReactor("update", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcd is away")
+	})
+	if err := h.syncNode("a"); err == nil {
+		t.Fatal("sync succeeded through a failed write")
+	}
+	held := h.ctrl.held["a"].cidrs[0]
+	// An administrator sets another CIDR directly (the fake's tracker, past the reactor).
+	n := h.get("a")
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.0.200.0/24", []string{"10.0.200.0/24"}
+	if err := h.client.Tracker().Update(v1.SchemeGroupVersion.WithResource("nodes"), n, ""); err != nil {
+		t.Fatal(err)
+	}
+	h.resync()
+	if err := h.syncNode("a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.ctrl.held["a"].cidrs; len(got) != 1 || got[0].String() != "10.0.200.0/24" {
+		t.Errorf("held for a: %v, want what it carries", got)
+	}
+	s := h.ctrl.sets[0]
+	if i, _ := s.index(held); s.used[i].name != "" {
+		t.Errorf("%s, allocated but never written, is still occupied by %v", held, s.used[i])
+	}
+}
