@@ -23,6 +23,8 @@ type Bridge struct {
 	// again after a failure), not at New, so constructing a Bridge touches nothing.
 	nodeMu    sync.Mutex
 	nodeReady bool
+
+	pods podLocks
 }
 
 var _ Network = (*Bridge)(nil)
@@ -120,6 +122,7 @@ func (b *Bridge) Setup(ctx context.Context, podUID, netnsName string) (Attachmen
 	if err := b.EnsureNode(ctx); err != nil {
 		return Attachment{}, err
 	}
+	defer b.pods.lock(podUID)()
 	r, err := b.alloc.Allocate(podUID, netnsName)
 	if err != nil {
 		return Attachment{}, fmt.Errorf("podnet: pod %s: %w", podUID, err)
@@ -148,6 +151,7 @@ func (b *Bridge) Teardown(ctx context.Context, podUID string) error {
 	if err := checkPodUID(podUID); err != nil {
 		return fmt.Errorf("podnet: %w", err)
 	}
+	defer b.pods.lock(podUID)()
 	name := podUID
 	if r, ok := b.alloc.Lookup(podUID); ok {
 		name = r.NetNS

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,5 +311,117 @@ func TestCleanupRemovesBridgeAndTable(t *testing.T) {
 	}
 	if ok, err := tableExists(n.ns.Path, DefaultTableName); ok || err != nil {
 		t.Errorf("table inet %s after cleanup: exists=%v, %v", DefaultTableName, ok, err)
+	}
+}
+
+func TestParallelSetupsAndTeardowns(t *testing.T) {
+	n := newKernelNode(t, "10.244.12.0/24")
+	const pods = 16
+	got := make([]Attachment, pods)
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Go(func() {
+			// Each pod twice at once: the per-pod lock keeps it to one namespace.
+			var inner sync.WaitGroup
+			for range 2 {
+				inner.Go(func() {
+					a, err := n.bridge.Setup(t.Context(), fmt.Sprintf("pod-%d", i), "")
+					if err != nil {
+						t.Errorf("setup pod-%d: %v", i, err)
+					}
+					got[i] = a
+				})
+			}
+			inner.Wait()
+		})
+	}
+	wg.Wait()
+	seen := map[netip.Addr]bool{}
+	for i, a := range got {
+		if len(a.IPs) != 1 || seen[a.IPs[0]] {
+			t.Errorf("pod-%d: %v (duplicate or missing)", i, a.IPs)
+		}
+		if len(a.IPs) == 1 {
+			seen[a.IPs[0]] = true
+		}
+	}
+	if mounts := countMounts(t, n.cfg.NetNSDir); mounts != pods {
+		t.Errorf("%d namespace mounts for %d pods", mounts, pods)
+	}
+	for i := range pods {
+		wg.Go(func() {
+			if err := n.bridge.Teardown(t.Context(), fmt.Sprintf("pod-%d", i)); err != nil {
+				t.Errorf("teardown pod-%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if out := n.ns.Run(t, "ip", "-o", "link"); strings.Contains(out, hostIfPrefix) {
+		t.Errorf("pod links left after teardown:\n%s", out)
+	}
+	if mounts := countMounts(t, n.cfg.NetNSDir); mounts != 0 {
+		t.Errorf("%d namespace mounts left after teardown", mounts)
+	}
+	if left := n.bridge.Allocator().Pods(); len(left) != 0 {
+		t.Errorf("addresses still held by %v", left)
+	}
+}
+
+// countMounts counts the mounts under dir in this process's mount table.
+func countMounts(t *testing.T, dir string) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			c++
+		}
+	}
+	return c
+}
+
+// BenchmarkSetup is one pod's network set up (the part of a pod's start latency that
+// is the network's), on a node whose bridge and table exist; the teardown after each
+// is not timed (BenchmarkTeardown times it).
+func BenchmarkSetup(b *testing.B) { benchmarkPod(b, true) }
+
+// BenchmarkTeardown is one pod's network torn down; the setup before each is not timed.
+func BenchmarkTeardown(b *testing.B) { benchmarkPod(b, false) }
+
+func benchmarkPod(b *testing.B, timeSetup bool) {
+	kerneltest.Require(b, kerneltest.Root, kerneltest.NetNS, kerneltest.Veth, kerneltest.Bridge, kerneltest.NFTables)
+	ns := kerneltest.NewNetNS(b)
+	dir := b.TempDir()
+	br, err := New(Config{PodCIDRs: mustPrefixes("10.244.13.0/24"), NodeNetNS: ns.Path,
+		NetNSDir: filepath.Join(dir, "netns"), StateDir: filepath.Join(dir, "state")}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = br.Cleanup(context.Background()) })
+	if err := br.EnsureNode(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if !timeSetup {
+			b.StopTimer()
+		}
+		if _, err := br.Setup(b.Context(), "bench-pod", ""); err != nil {
+			b.Fatal(err)
+		}
+		if timeSetup {
+			b.StopTimer()
+		} else {
+			b.StartTimer()
+		}
+		if err := br.Teardown(b.Context(), "bench-pod"); err != nil {
+			b.Fatal(err)
+		}
+		if timeSetup {
+			b.StartTimer()
+		}
 	}
 }
