@@ -4,6 +4,8 @@
 //	plinthctl pressure [--address 127.0.0.1:10248] live eviction signals, feeds and conditions
 //	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
 //	                                               join the cluster: write plinthd's kubeconfig
+//	plinthctl seccomp check FILE                   validate a seccomp profile as plinthd will
+//	plinthctl seccomp default [--cap CAP ...]      print the RuntimeDefault profile
 //	plinthctl version
 package main
 
@@ -19,6 +21,7 @@ import (
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/pressurereport"
+	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/internal/version"
 )
 
@@ -29,6 +32,8 @@ commands:
   pressure  show the live eviction signals and thresholds, the feeds and the pressure conditions
   join      obtain this node's client certificate with a bootstrap token and write
             plinthd's kubeconfig (see plinthctl join -h)
+  seccomp   check FILE: validate a seccomp profile as plinthd will before creating a
+            container with it; default: print the RuntimeDefault profile
   version   print the version
 `
 
@@ -45,6 +50,8 @@ func main() {
 		code := controlclient.JoinCommand(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
+	case "seccomp":
+		os.Exit(seccomp.CheckCommand(seccomp.Libseccomp{}, os.Args[2:], os.Stdout, os.Stderr))
 	case "status":
 		fs := flag.NewFlagSet("plinthctl status", flag.ExitOnError)
 		addr := fs.String("address", "127.0.0.1:10248", "plinthd's healthzBindAddress")

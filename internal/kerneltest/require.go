@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,6 +34,21 @@ var (
 		_, err := os.ReadFile("/proc/pressure/memory")
 		if err != nil {
 			return fmt.Errorf("PSI unavailable (kernel without CONFIG_PSI, or booted without psi=1): %w", err)
+		}
+		return nil
+	}}
+	// Seccomp needs seccomp filters (CONFIG_SECCOMP_FILTER) with the ERRNO and ALLOW
+	// actions; the kernel lists the actions it supports in actions_avail.
+	Seccomp = Feature{Name: "seccomp", Probe: func() error {
+		data, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+		if err != nil {
+			return fmt.Errorf("seccomp filters unavailable (kernel without CONFIG_SECCOMP_FILTER): %w", err)
+		}
+		avail := strings.Fields(string(data))
+		for _, a := range []string{"errno", "allow"} {
+			if !slices.Contains(avail, a) {
+				return fmt.Errorf("seccomp action %q missing from actions_avail (%s)", a, strings.TrimSpace(string(data)))
+			}
 		}
 		return nil
 	}}

@@ -152,6 +152,21 @@ func TestPSIProbe(t *testing.T) {
 	}
 }
 
+func TestSeccompProbe(t *testing.T) {
+	h := newFakeHost(t, "6.1.0")
+	if r := h.Seccomp(); r.Available || !strings.Contains(r.Reason, "CONFIG_SECCOMP_FILTER") {
+		t.Errorf("no actions_avail: %+v", r)
+	}
+	h.write(t, "proc/sys/kernel/seccomp/actions_avail", "kill_process kill_thread trap errno user_notif trace log allow\n")
+	if r := h.Seccomp(); !r.Available || r.Name != "seccomp" || !strings.Contains(r.Reason, "user_notif") {
+		t.Errorf("present: %+v", r)
+	}
+	h.write(t, "proc/sys/kernel/seccomp/actions_avail", "kill_thread trap allow\n")
+	if r := h.Seccomp(); r.Available || !strings.Contains(r.Reason, `lacks the seccomp action "errno"`) {
+		t.Errorf("without errno: %+v", r)
+	}
+}
+
 func TestBTFProbe(t *testing.T) {
 	h := newFakeHost(t, "6.1.0")
 	if r := h.BTF(); r.Available || !strings.Contains(r.Reason, "CONFIG_DEBUG_INFO_BTF") {
@@ -281,7 +296,7 @@ func TestReportOldKernel(t *testing.T) {
 	for _, m := range r.Missing() {
 		missing[m.Name] = true
 	}
-	for _, name := range []string{"btf", "psi", "ringbuf", "tracefs", "bpffs", "tracepoint oom:mark_victim"} {
+	for _, name := range []string{"btf", "psi", "ringbuf", "tracefs", "bpffs", "seccomp", "tracepoint oom:mark_victim"} {
 		if !missing[name] {
 			t.Errorf("%s not reported missing: %v", name, missing)
 		}

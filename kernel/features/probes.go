@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -146,6 +147,33 @@ func (s *System) PSI() Result {
 	}
 	r.Available = true
 	r.Reason = fmt.Sprintf("enabled (memory some avg10=%.2f full avg10=%.2f)", pr.Some.Avg10, pr.Full.Avg10)
+	return r
+}
+
+// Seccomp tells whether seccomp filters work and lists the actions the kernel offers
+// (/proc/sys/kernel/seccomp/actions_avail): containers' seccomp profiles need the
+// errno and allow actions at least, and SCMP_ACT_NOTIFY needs user_notif.
+func (s *System) Seccomp() Result {
+	r := Result{Name: "seccomp"}
+	p := filepath.Join(s.ProcDir, "sys/kernel/seccomp/actions_avail")
+	b, err := s.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.Reason = fmt.Sprintf("no %s: kernel built without CONFIG_SECCOMP_FILTER; seccomp profiles cannot be applied", p)
+		return r
+	case err != nil:
+		r.Reason = err.Error()
+		return r
+	}
+	actions := strings.Fields(string(b))
+	for _, need := range []string{"errno", "allow"} {
+		if !slices.Contains(actions, need) {
+			r.Reason = fmt.Sprintf("the kernel lacks the seccomp action %q (has: %s)", need, strings.Join(actions, " "))
+			return r
+		}
+	}
+	r.Available = true
+	r.Reason = "filters with actions " + strings.Join(actions, " ")
 	return r
 }
 

@@ -20,6 +20,7 @@ type Report struct {
 	RingBuffer   Result
 	Tracefs      Result
 	BPFFS        Result
+	Seccomp      Result
 	Tracepoints  []Result
 }
 
@@ -34,6 +35,7 @@ func (s *System) Probe(tracepoints ...Tracepoint) Report {
 	r.RingBuffer = s.RingBuffer()
 	_, r.Tracefs = s.Tracefs()
 	r.BPFFS = s.BPFFS()
+	r.Seccomp = s.Seccomp()
 	for _, tp := range tracepoints {
 		r.Tracepoints = append(r.Tracepoints, s.Tracepoint(tp))
 	}
@@ -42,7 +44,7 @@ func (s *System) Probe(tracepoints ...Tracepoint) Report {
 
 // Results lists every result in the order String prints them.
 func (r Report) Results() []Result {
-	out := []Result{r.KernelResult, r.BTF, r.PSI, r.Cgroup, r.RingBuffer, r.Tracefs, r.BPFFS}
+	out := []Result{r.KernelResult, r.BTF, r.PSI, r.Cgroup, r.RingBuffer, r.Tracefs, r.BPFFS, r.Seccomp}
 	return append(out, r.Tracepoints...)
 }
 
