@@ -323,16 +323,21 @@ func TestParallelSetupsAndTeardowns(t *testing.T) {
 		wg.Go(func() {
 			// Each pod twice at once: the per-pod lock keeps it to one namespace.
 			var inner sync.WaitGroup
-			for range 2 {
+			var both [2]Attachment
+			for j := range 2 {
 				inner.Go(func() {
 					a, err := n.bridge.Setup(t.Context(), fmt.Sprintf("pod-%d", i), "")
 					if err != nil {
 						t.Errorf("setup pod-%d: %v", i, err)
 					}
-					got[i] = a
+					both[j] = a
 				})
 			}
 			inner.Wait()
+			if !slices.Equal(both[0].IPs, both[1].IPs) || both[0].NetNSPath != both[1].NetNSPath {
+				t.Errorf("pod-%d set up twice at once: %+v and %+v", i, both[0], both[1])
+			}
+			got[i] = both[0]
 		})
 	}
 	wg.Wait()
