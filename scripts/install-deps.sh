@@ -12,6 +12,7 @@ debian_packages=(
 	procps          # pkill/pgrep in scripts
 	e2fsprogs       # mkfs.ext4: the DiskPressure kernel test fills a loop-mounted ext4
 	util-linux      # losetup, mount
+	busybox-static  # /bin/busybox: the test images daemon/images/imagetest builds
 	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp
 	pkg-config      # cgo: libseccomp-golang finds libseccomp with pkg-config
 	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm)

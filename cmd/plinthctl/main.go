@@ -4,6 +4,8 @@
 //	plinthctl pressure [--address 127.0.0.1:10248] live eviction signals, feeds and conditions
 //	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
 //	                                               join the cluster: write plinthd's kubeconfig
+//	plinthctl image import [--root DIR] FILE...    store docker-save or OCI layout archives
+//	plinthctl image list [--root DIR]              list the node's images
 //	plinthctl seccomp check FILE                   validate a seccomp profile as plinthd will
 //	plinthctl seccomp default [--cap CAP ...]      print the RuntimeDefault profile
 //	plinthctl version
@@ -20,6 +22,7 @@ import (
 
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
+	"github.com/plinth/plinth/daemon/images/imagectl"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/internal/version"
@@ -32,6 +35,8 @@ commands:
   pressure  show the live eviction signals and thresholds, the feeds and the pressure conditions
   join      obtain this node's client certificate with a bootstrap token and write
             plinthd's kubeconfig (see plinthctl join -h)
+  image     import image archives into the node's image store, list its images
+            (see plinthctl image)
   seccomp   check FILE: validate a seccomp profile as plinthd will before creating a
             container with it; default: print the RuntimeDefault profile
   version   print the version
@@ -48,6 +53,11 @@ func main() {
 	case "join":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := controlclient.JoinCommand(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	case "image":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := imagectl.Command(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	case "seccomp":
