@@ -138,4 +138,14 @@ func TestRegistryRefusesInconsistentPodCIDRs(t *testing.T) {
 			t.Errorf("%s: err = %v, want Invalid with %q", tc.name, err, tc.wantText)
 		}
 	}
+	// Once set, podCIDRs stay: adding a family later is refused too.
+	n, err := client.CoreV1().Nodes().Create(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "set"},
+		Spec: v1.NodeSpec{PodCIDR: "10.0.1.0/24", PodCIDRs: []string{"10.0.1.0/24"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.PodCIDRs = append(n.Spec.PodCIDRs, "fd00:1::/64")
+	if _, err := client.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.podCIDRs") {
+		t.Errorf("changing podCIDRs: err = %v, want Invalid naming spec.podCIDRs", err)
+	}
 }
