@@ -30,6 +30,7 @@ func TestClusterCIDRFlags(t *testing.T) {
 		{"--cluster-cidr=10.244.0.0/33", `--cluster-cidr: "10.244.0.0/33"`},
 		{"--cluster-cidr=10.244.0.0/16 --node-cidr-mask-size=12", "--node-cidr-mask-size: /12"},
 		{"--cluster-cidr=fd00::/56 --node-cidr-mask-size-ipv6=120", "--node-cidr-mask-size-ipv6: /120"},
+		{"--cluster-cidr=10.0.0.0/8", "--cluster-cidr: 10.0.0.0/8 overlaps --service-cluster-ip-range 10.96.0.0/12"},
 	} {
 		if _, err := parse(strings.Fields(tc.args)...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.args, err, tc.want)

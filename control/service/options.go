@@ -145,7 +145,8 @@ func (o *Options) Complete() error {
 	} else if err := o.PodGC.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, _, err := o.serviceRanges(); err != nil {
+	serviceCIDR, _, err := o.serviceRanges()
+	if err != nil {
 		errs = append(errs, err)
 	}
 	if cidrs, err := nodeipam.ParseClusterCIDRs(o.ClusterCIDR); err != nil {
@@ -153,6 +154,12 @@ func (o *Options) Complete() error {
 	} else if o.NodeIPAM.ClusterCIDRs = cidrs; len(cidrs) > 0 {
 		if err := o.NodeIPAM.Validate(); err != nil {
 			errs = append(errs, err)
+		}
+		for _, p := range cidrs {
+			// Pods and Service VIPs in one range would route into each other.
+			if serviceCIDR.IsValid() && p.Overlaps(serviceCIDR) {
+				errs = append(errs, fmt.Errorf("--cluster-cidr: %s overlaps --service-cluster-ip-range %s", p, serviceCIDR))
+			}
 		}
 	}
 	if o.NodeCertValidity < 10*time.Second {
