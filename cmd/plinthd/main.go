@@ -25,7 +25,7 @@ func main() {
 	flags := config.BindFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	cleanup := fs.Bool("cleanup", false, "remove the Service proxy's kernel state (its nftables tables) and exit")
+	cleanup := fs.Bool("cleanup", false, "remove the kernel state plinthd owns (the pod network bridge and masquerade table, the Service proxy nftables tables) and exit")
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
 		fmt.Println("plinthd", version.String())
