@@ -12,10 +12,11 @@ debian_packages=(
 	procps          # pkill/pgrep in scripts
 	e2fsprogs       # mkfs.ext4: the DiskPressure kernel test fills a loop-mounted ext4
 	util-linux      # losetup, mount
-	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp; runc's build
+	busybox-static  # /bin/busybox: the test images daemon/images/imagetest builds; the pods kernel tests' root filesystems
+	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp; building runc
 	pkg-config      # cgo: libseccomp-golang (and runc's seccomp support) find libseccomp with pkg-config
 	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm); runc links it
-	busybox-static  # /bin/busybox: the root filesystem of the pods kernel tests' containers
+	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
 )
 
 missing=()

@@ -4,8 +4,11 @@
 //	plinthctl pressure [--address 127.0.0.1:10248] live eviction signals, feeds and conditions
 //	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
 //	                                               join the cluster: write plinthd's kubeconfig
+//	plinthctl image import [--root DIR] FILE...    store docker-save or OCI layout archives
+//	plinthctl image list [--root DIR]              list the node's images
 //	plinthctl seccomp check FILE                   validate a seccomp profile as plinthd will
 //	plinthctl seccomp default [--cap CAP ...]      print the RuntimeDefault profile
+//	plinthctl proxy dump [--netns PATH]            the live Service rules (nftables) as nft prints them
 //	plinthctl version
 package main
 
@@ -20,7 +23,9 @@ import (
 
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
+	"github.com/plinth/plinth/daemon/images/imagectl"
 	"github.com/plinth/plinth/daemon/pressurereport"
+	"github.com/plinth/plinth/daemon/proxy/nftrules"
 	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/internal/version"
 )
@@ -32,8 +37,11 @@ commands:
   pressure  show the live eviction signals and thresholds, the feeds and the pressure conditions
   join      obtain this node's client certificate with a bootstrap token and write
             plinthd's kubeconfig (see plinthctl join -h)
+  image     import image archives into the node's image store, list its images
+            (see plinthctl image)
   seccomp   check FILE: validate a seccomp profile as plinthd will before creating a
             container with it; default: print the RuntimeDefault profile
+  proxy     proxy dump: print the live Service rules (the plinth nftables tables) as nft does
   version   print the version
 `
 
@@ -48,6 +56,11 @@ func main() {
 	case "join":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := controlclient.JoinCommand(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	case "image":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := imagectl.Command(ctx, os.Args[2:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	case "seccomp":
@@ -78,6 +91,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "plinthctl pressure:", err)
 			os.Exit(1)
 		}
+	case "proxy":
+		if len(os.Args) < 3 || os.Args[2] != "dump" {
+			fmt.Fprintf(os.Stderr, "usage: plinthctl proxy dump [--netns PATH]\n")
+			os.Exit(2)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := nftrules.DumpCommand(ctx, os.Args[3:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	default:
 		fmt.Fprintf(os.Stderr, "plinthctl: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
