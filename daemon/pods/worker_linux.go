@@ -46,7 +46,9 @@ type PodCgroups interface {
 	Remove(uid string) error
 }
 
-// WorkerConfig is what pod workers share.
+// WorkerConfig is what pod workers share. Every field is required except Seccomp (nil
+// runs containers unconfined), PullSecrets, Report and the node facts (zero values
+// mean unknown).
 type WorkerConfig struct {
 	Runtime ContainerRuntime
 	Images  ImageService
