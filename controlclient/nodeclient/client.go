@@ -58,6 +58,9 @@ type PodClient interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error)
+	// Delete with grace period 0 and a UID precondition is how a node confirms that a
+	// pod it was asked to delete has no containers left.
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 // EvictionClient evicts pods through the pods/eviction subresource, which deletes the

@@ -113,6 +113,16 @@ func (r resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchTy
 	return out, err
 }
 
+func (r resource[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return r.client.Delete().
+		NamespaceIfScoped(r.namespace, r.namespace != "").
+		Resource(r.name).
+		Name(name).
+		Body(&opts).
+		Do(ctx).
+		Error()
+}
+
 // timeoutOf is the request timeout a list or watch asks for with timeoutSeconds, as
 // client-go's clients set it, so the HTTP request ends when the server should have.
 func timeoutOf(opts metav1.ListOptions) time.Duration {

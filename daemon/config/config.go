@@ -91,6 +91,8 @@ type Config struct {
 
 	// Proxy configures the Service proxy.
 	Proxy ProxyConfig `json:"proxy"`
+	// Pods configures the pod runtime.
+	Pods PodsConfig `json:"pods"`
 }
 
 // Defaults returns the configuration used where neither a file nor a flag says
@@ -111,6 +113,7 @@ func Defaults() Config {
 		EvictionEvaluationInterval:       metav1.Duration{Duration: pressure.DefaultEvaluationInterval},
 
 		Proxy: defaultProxyConfig(),
+		Pods:  defaultPodsConfig(),
 	}
 }
 

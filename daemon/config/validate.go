@@ -63,6 +63,7 @@ func (c Config) validate() field.ErrorList {
 	errs = append(errs, validateReserved(field.NewPath("kubeReserved"), c.KubeReserved)...)
 	errs = append(errs, c.validateEviction()...)
 	errs = append(errs, c.Proxy.validate(field.NewPath("proxy"))...)
+	errs = append(errs, c.Pods.validate(field.NewPath("pods"))...)
 	return errs
 }
 

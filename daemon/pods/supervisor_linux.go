@@ -56,6 +56,11 @@ func (s *Supervisor) Sync(pods []*corev1.Pod) {
 			s.terminate(p.UID, sv, p)
 		case p.DeletionTimestamp == nil && !running && !terminal(p):
 			s.start(p)
+		case p.DeletionTimestamp != nil && !running:
+			// Deleted while no worker ran it (plinthd was down, or the pod had
+			// finished before this plinthd started): stop whatever containers the
+			// runtime still has for it, so the deletion can be confirmed.
+			s.terminateUnstarted(p)
 		}
 	}
 	for uid, sv := range s.workers {
@@ -107,6 +112,19 @@ func (s *Supervisor) terminate(uid types.UID, sv *supervised, latest *corev1.Pod
 			s.gone(uid)
 		}
 	}()
+}
+
+// terminateUnstarted terminates a pod no worker ran: its worker claims the pod's
+// containers from the runtime instead of adopting them in Run.
+func (s *Supervisor) terminateUnstarted(p *corev1.Pod) {
+	done := make(chan struct{})
+	close(done)
+	sv := &supervised{w: NewPodWorker(s.cfg, p), cancel: func() {}, done: done}
+	if err := sv.w.claim(); err != nil {
+		s.cfg.Logger.Warn("list containers of deleted pod", "pod", p.Namespace+"/"+p.Name, "err", err)
+	}
+	s.workers[p.UID] = sv
+	s.terminate(p.UID, sv, p)
 }
 
 // Shutdown stops every worker without stopping its containers (plinthd is exiting;

@@ -290,6 +290,24 @@ func (w *PodWorker) adopt(ctx context.Context) error {
 	return nil
 }
 
+// claim records the pod's containers that the runtime knows as the worker's runs
+// without watching them, so Terminate stops and removes them (the pod was deleted
+// while no worker ran it).
+func (w *PodWorker) claim() error {
+	cps, err := w.cfg.Runtime.List()
+	for _, cp := range cps {
+		if cp.Labels["pod.uid"] != string(w.pod.UID) {
+			continue
+		}
+		name := cp.Labels["container.name"]
+		if _, dup := w.runs[name]; dup || name == "" {
+			name += "#" + cp.ID // an older run: stopped and removed all the same
+		}
+		w.runs[name] = cp.ID
+	}
+	return err
+}
+
 func isInit(pod *corev1.Pod, name string) bool {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == name {

@@ -351,6 +351,31 @@ func TestSupervisorStartsDeletesAndRemovesOrphans(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("after shutdown the runtime has %+v, %v; want the orphan's container still there", list, err)
 	}
+	// The pod is still listed but being deleted when the next plinthd starts: that one
+	// never ran a worker for it, yet stops its container and confirms it gone.
+	deletedWhileDown := orphan.DeepCopy()
+	deletedWhileDown.DeletionTimestamp, deletedWhileDown.DeletionGracePeriodSeconds = &metav1.Time{Time: time.Now()}, &zero
+	s3 := NewSupervisor(e.cfg, func(uid types.UID) { gone <- uid })
+	t.Cleanup(s3.Shutdown)
+	s3.Sync([]*corev1.Pod{deletedWhileDown})
+	select {
+	case uid := <-gone:
+		if uid != orphan.UID {
+			t.Errorf("gone(%s), want %s", uid, orphan.UID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pod deleted while plinthd was down was not gone after 20s")
+	}
+	if list, err := e.cfg.Runtime.List(); err != nil || len(list) != 0 {
+		t.Errorf("after terminating the pod deleted while plinthd was down the runtime has %+v, %v", list, err)
+	}
+	// And an orphan proper (not listed at all) goes through RemoveOrphans.
+	s2 = NewSupervisor(e.cfg, nil)
+	s2.Sync([]*corev1.Pod{orphan})
+	e.until(t, 0, "orphan Running again", func(st corev1.PodStatus) bool {
+		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil && st.PodIP != ""
+	})
+	s2.Shutdown()
 	if err := NewSupervisor(e.cfg, nil).RemoveOrphans(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
