@@ -122,6 +122,10 @@ func (a *Agent) applyLabels(meta *metav1.ObjectMeta) bool {
 	return changed
 }
 
+// KubeletPort is the node API's port (kubelet's 10250), reported as
+// status.daemonEndpoints.kubeletEndpoint.port.
+const KubeletPort = 10250
+
 // desiredAddresses lists InternalIP (when known) then Hostname, kubelet's order.
 func (a *Agent) desiredAddresses() []corev1.NodeAddress {
 	var out []corev1.NodeAddress
@@ -144,6 +148,11 @@ func (a *Agent) applyStatusFacts(st *corev1.NodeStatus) bool {
 		changed = true
 	}
 	if mergeResources(&st.Allocatable, nodeAllocatable(capacity, a.cfg.SystemReserved, a.cfg.KubeReserved)) {
+		changed = true
+	}
+	// The node API's port, where the control service reaches plinthd (pods/log).
+	if st.DaemonEndpoints.KubeletEndpoint.Port != KubeletPort {
+		st.DaemonEndpoints.KubeletEndpoint.Port = KubeletPort
 		changed = true
 	}
 	// Start from what is there so fields this package does not manage survive.

@@ -84,6 +84,9 @@ func TestRegisterCreatesNode(t *testing.T) {
 	if info != wantInfo {
 		t.Errorf("nodeInfo =\n%+v\nwant\n%+v", info, wantInfo)
 	}
+	if p := n.Status.DaemonEndpoints.KubeletEndpoint.Port; p != 10250 {
+		t.Errorf("daemonEndpoints.kubeletEndpoint.port = %d, want 10250", p)
+	}
 	if n := countActions(e.client, "update", "nodes", "status"); n != 0 {
 		t.Errorf("%d status updates after a create that kept status, want 0", n)
 	}

@@ -122,6 +122,11 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 			}
 		})
 	}
+	var podsRT *podRuntime
+	if cfg.PodsEnabled() {
+		podsRT = newPodRuntime(cfg, client, nodeName, registry, logger)
+		checker.Register("pods", podsRT.Check)
+	}
 	checker.Register("node-lease", agent.LeaseAlive)
 	checker.Register("node-status", agent.StatusAlive)
 	wg.Go(func() { _ = dog.Run(ctx) })
@@ -150,6 +155,11 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return err
 	}
 	wg.Go(func() { _ = agent.RunStatus(ctx) })
+	if podsRT != nil {
+		// Pods start once the Node is registered (their network waits for its pod
+		// CIDRs); their containers keep running when plinthd stops.
+		wg.Go(func() { podsRT.run(ctx) })
+	}
 	name := cfg.HostnameOverride
 	if n != nil {
 		name = n.Name

@@ -1,0 +1,255 @@
+//go:build linux
+
+package plinthd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/controlclient/nodeclient"
+	"github.com/plinth/plinth/daemon/config"
+	"github.com/plinth/plinth/daemon/images"
+	"github.com/plinth/plinth/daemon/podnet"
+	"github.com/plinth/plinth/daemon/pods"
+	"github.com/plinth/plinth/daemon/pods/podcgroup"
+	"github.com/plinth/plinth/daemon/pods/runc"
+	"github.com/plinth/plinth/daemon/proxy"
+	"github.com/plinth/plinth/daemon/seccomp"
+	"github.com/plinth/plinth/internal/version"
+	"github.com/plinth/plinth/kernel/cgroup"
+)
+
+// podRuntime runs the pods bound to this node: it waits for the node's pod CIDRs,
+// builds the pod network and the Supervisor, feeds the Supervisor from an informer on
+// the node's pods, writes the pods' status and confirms their deletions.
+type podRuntime struct {
+	cfg      config.Config
+	client   nodeclient.Interface
+	nodeName string
+	registry prometheus.Registerer
+	logger   *slog.Logger
+
+	// failed is set when the runtime could not be built; /healthz reports it.
+	failed atomic.Pointer[error]
+	// supervisor is set once the runtime is built (for the pressure evictor).
+	supervisor atomic.Pointer[pods.Supervisor]
+	status     *podStatusWriter
+}
+
+func newPodRuntime(cfg config.Config, client nodeclient.Interface, nodeName string, registry prometheus.Registerer, logger *slog.Logger) *podRuntime {
+	logger = logger.With("component", "pods")
+	return &podRuntime{cfg: cfg, client: client, nodeName: nodeName, registry: registry, logger: logger,
+		status: newPodStatusWriter(client, logger)}
+}
+
+// Check is the runtime's health: failing once it could not be built.
+func (r *podRuntime) Check() error {
+	if err := r.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// run builds the runtime and drives it until ctx is done; the containers keep running
+// when it returns (pods outlive plinthd: the next one adopts them).
+func (r *podRuntime) run(ctx context.Context) {
+	sup, err := r.build(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.logger.Error("the pod runtime could not start; no pods run on this node", "err", err)
+			r.failed.Store(&err)
+		}
+		return
+	}
+	r.supervisor.Store(sup)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { r.status.run(ctx) })
+	r.syncLoop(ctx, sup)
+	sup.Shutdown()
+}
+
+// build waits for the node's pod CIDRs and makes the Supervisor.
+func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
+	cfg := r.cfg
+	shim, err := shimPath(cfg.Pods.ShimPath)
+	if err != nil {
+		return nil, err
+	}
+	r.logger.Info("waiting for the node's pod CIDRs")
+	cidrs, err := podnet.WaitForPodCIDRs(ctx, r.client, r.nodeName)
+	if err != nil {
+		return nil, err
+	}
+	clusterCIDRs, err := proxy.ParseCIDRs(cfg.Proxy.ClusterCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("proxy.clusterCIDRs%w", err)
+	}
+	var clusterPrefixes []netip.Prefix
+	for _, c := range clusterCIDRs {
+		p, err := netip.ParsePrefix(c.String())
+		if err != nil {
+			return nil, fmt.Errorf("proxy.clusterCIDRs: %q: %w", c, err)
+		}
+		clusterPrefixes = append(clusterPrefixes, p)
+	}
+	bridge, err := podnet.New(podnet.Config{PodCIDRs: cidrs, ClusterCIDRs: clusterPrefixes,
+		BridgeName: cfg.Pods.BridgeName, TableName: cfg.Pods.NetworkTable, NodeNetNS: cfg.Pods.NetworkNamespace,
+		NetNSDir: filepath.Join(cfg.Pods.RuntimeDir, "netns"), StateDir: filepath.Join(cfg.StateDir, "podnet")},
+		r.logger.With("component", "podnet"))
+	if err != nil {
+		return nil, fmt.Errorf("pod network on %v: %w", cidrs, err)
+	}
+	r.logger.Info("pod network ready", "pod_cidrs", cidrs, "bridge", cfg.Pods.BridgeName)
+	store, err := images.Open(images.Options{Root: cfg.ImagesDir(), Logger: r.logger.With("component", "images"), Registerer: r.registry})
+	if err != nil {
+		return nil, fmt.Errorf("image store (pods.imagesDir): %w", err)
+	}
+	driver, err := runc.New(runc.Config{Runc: cfg.Pods.RuncPath, Root: filepath.Join(cfg.Pods.RuntimeDir, "runc"),
+		StateDir: cfg.CheckpointsDir(), ShimCommand: []string{shim}}, clock.RealClock{})
+	if err != nil {
+		return nil, fmt.Errorf("runc (pods.runcPath): %w", err)
+	}
+	limits, err := runc.RuntimeLimits()
+	if err != nil {
+		return nil, err
+	}
+	host, err := cgroup.DetectHost()
+	if err != nil {
+		return nil, err
+	}
+	resolv, err := os.ReadFile(cfg.Pods.ResolvConf)
+	if err != nil {
+		return nil, fmt.Errorf("pods.resolvConf: %w", err)
+	}
+	node, err := r.client.Nodes().Get(ctx, r.nodeName, getOptions)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", r.nodeName, err)
+	}
+	var hostIPs []string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			hostIPs = append(hostIPs, a.Address)
+		}
+	}
+	wc := &pods.WorkerConfig{
+		Runtime: driver, Images: pods.StoreImages{Store: store}, Network: pods.PodnetNetwork{Network: bridge},
+		Seccomp: seccomp.New(seccomp.Config{Root: cfg.SeccompRoot(), SeccompDefault: cfg.Pods.SeccompDefault}),
+		Cgroups: podcgroup.Manager{Parent: cfg.Pods.CgroupParent}, CgroupParent: cfg.Pods.CgroupParent,
+		PodsDir: cfg.PodsDir(), LogsDir: cfg.Pods.LogDir, SandboxDir: filepath.Join(cfg.Pods.RuntimeDir, "pods"),
+		ResolvConf: resolv, ClusterDomain: cfg.Pods.ClusterDomain, HostIPs: hostIPs,
+		NodeMemoryBytes: node.Status.Capacity.Memory().Value(), NodeMilliCPU: node.Status.Capacity.Cpu().MilliValue(),
+		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified,
+		Prober: pods.Prober{Exec: driver, UserAgent: "kube-probe/" + version.String()},
+		Clock:  clock.RealClock{}, Logger: r.logger,
+		Report: r.status.report,
+	}
+	return pods.NewSupervisor(wc, r.confirmDeletion), nil
+}
+
+// shimPath is pods.shimPath, else plinth-shim next to this binary, else in PATH.
+func shimPath(configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "plinth-shim")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("plinth-shim")
+	if err != nil {
+		return "", fmt.Errorf("pods.shimPath: plinth-shim is neither next to plinthd nor in PATH: %w", err)
+	}
+	return p, nil
+}
+
+// syncLoop feeds the Supervisor every pod bound to the node whenever one changes, and
+// removes the containers of pods deleted while plinthd was down after the first full
+// list.
+func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	informer := cache.NewSharedIndexInformer(nodeclient.NodePodsListerWatcher(r.client, r.nodeName), &corev1.Pod{}, 0, cache.Indexers{})
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+		DeleteFunc: func(any) { poke() },
+	}); err != nil {
+		r.logger.Error("pod informer", "err", err)
+		return
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { informer.Run(ctx.Done()) })
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return
+	}
+	list := func() []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, o := range informer.GetStore().List() {
+			if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName == r.nodeName {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	first := list()
+	r.status.track(first)
+	sup.Sync(first)
+	if err := sup.RemoveOrphans(ctx, first); err != nil {
+		r.logger.Warn("removing containers of pods deleted while plinthd was down", "err", err)
+	}
+	r.logger.Info("running the node's pods", "pods", len(first))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			all := list()
+			r.status.track(all)
+			sup.Sync(all)
+		}
+	}
+}
+
+// confirmDeletion tells the control service that a pod's containers are gone: a
+// delete with grace period 0, for this pod's UID only (a pod of the same name created
+// since is another pod).
+func (r *podRuntime) confirmDeletion(uid types.UID) {
+	ref, ok := r.status.forget(uid)
+	if !ok {
+		return // not a pod in the API any more (an orphan)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zero := int64(0)
+	err := r.client.Pods(ref.Namespace).Delete(ctx, ref.Name, deleteOptions(&zero, uid))
+	switch {
+	case err == nil:
+		r.logger.Info("pod deleted", "pod", ref.Namespace+"/"+ref.Name, "uid", uid)
+	case isGone(err):
+	default:
+		r.logger.Warn("confirming a pod's deletion", "pod", ref.Namespace+"/"+ref.Name, "uid", uid, "err", err)
+	}
+}

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package plinthd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plinth/plinth/controlclient/nodeclient"
+	"github.com/plinth/plinth/daemon/config"
+)
+
+// podRuntime runs no pods off Linux.
+type podRuntime struct{ logger *slog.Logger }
+
+func newPodRuntime(_ config.Config, _ nodeclient.Interface, _ string, _ prometheus.Registerer, logger *slog.Logger) *podRuntime {
+	return &podRuntime{logger: logger}
+}
+
+func (r *podRuntime) Check() error { return errors.New("pods run on Linux only") }
+
+func (r *podRuntime) run(context.Context) {
+	r.logger.Error("pods run on Linux only; none run on this node")
+}
