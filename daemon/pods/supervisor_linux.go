@@ -5,7 +5,6 @@ package pods
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -177,7 +176,7 @@ func (s *Supervisor) RemoveOrphans(ctx context.Context, pods []*corev1.Pod) erro
 		if err := s.cfg.Cgroups.Remove(uid); err != nil {
 			errs = append(errs, err)
 		}
-		if err := os.RemoveAll(filepath.Join(s.cfg.PodsDir, uid)); err != nil {
+		if err := removePodDir(s.cfg.Images, filepath.Join(s.cfg.PodsDir, uid)); err != nil {
 			errs = append(errs, err)
 		}
 	}

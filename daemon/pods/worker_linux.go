@@ -732,7 +732,27 @@ func (w *PodWorker) Terminate(ctx context.Context) error {
 	if err := w.cfg.Cgroups.Remove(string(w.pod.UID)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(w.podDir()); err != nil {
+	if err := removePodDir(w.cfg.Images, w.podDir()); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removePodDir removes a pod's directory after undoing the root filesystem of each
+// container run under it (podDir/<container>/<attempt>): an overlay still mounted
+// there would make the removal fail.
+func removePodDir(images ImageService, podDir string) error {
+	runs, _ := filepath.Glob(filepath.Join(podDir, "*", "*"))
+	var errs []error
+	for _, dir := range runs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := images.RemoveRootFS(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(podDir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
