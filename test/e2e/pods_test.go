@@ -307,3 +307,91 @@ func TestPodsRunLogCrashLoopSurviveRestartAndDeleteWithGrace(t *testing.T) {
 	}
 	t.Logf("deleted with a 3s grace period in %s (since delete: %s)", took, time.Since(began))
 }
+
+// A readiness probe gates the pod's Ready condition and its endpoint in the Service's
+// EndpointSlice; a Localhost seccomp profile denying mkdir makes mkdir fail while the
+// rest of the shell works, and a missing profile fails the container with
+// CreateContainerError naming the file; a memory limit breach reports OOMKilled.
+func TestPodsReadinessSeccompAndOOM(t *testing.T) {
+	reg := imagetest.NewRegistry(t)
+	image := reg.PushBusybox(t, "e2e/busybox:v1", "/bin/sh")
+	c := startControl(t, "--cluster-cidr", "10.244.0.0/16")
+	n := newPodNode(t, c)
+	profile := `{"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+  "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}`
+	if err := os.WriteFile(filepath.Join(n.seccompRoot, "deny-mkdir.json"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.start(t)
+
+	apply(t, c.kubeconfig, `apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+`)
+	apply(t, c.kubeconfig, podManifest("web", image, "", `    readinessProbe:
+      exec: {command: [cat, /tmp/ready]}
+      periodSeconds: 1
+`, "sh", "-c", "sleep 8; echo ok > /tmp/ready; while true; do sleep 1; done"))
+	seccompPod := func(name, profile string) string {
+		return podManifest(name, image, fmt.Sprintf("  restartPolicy: Never\n  securityContext:\n    seccompProfile: {type: Localhost, localhostProfile: %s}\n", profile), "",
+			"sh", "-c", "mkdir /tmp/made && echo MKDIR-WORKED || echo MKDIR-DENIED; echo STILL-ALIVE")
+	}
+	apply(t, c.kubeconfig, seccompPod("nomkdir", "deny-mkdir.json"))
+	apply(t, c.kubeconfig, seccompPod("noprofile", "absent.json"))
+	apply(t, c.kubeconfig, podManifest("hog", image, "  restartPolicy: Never\n", `    resources:
+      limits: {memory: 24Mi}
+`, "sh", "-c", "a=0123456789abcdef; while true; do a=$a$a; done"))
+
+	// Running but not ready: the slice lists the pod as not ready.
+	slice := func() (addr string, ready bool, seen string) {
+		out, err := kubectl(t, c.kubeconfig, "get", "endpointslices", "-l", "kubernetes.io/service-name=web", "-o",
+			`jsonpath={range .items[*].endpoints[*]}{.addresses[0]} {.conditions.ready}{"\n"}{end}`)
+		if err != nil {
+			return "", false, err.Error()
+		}
+		f := strings.Fields(out)
+		if len(f) != 2 {
+			return "", false, out
+		}
+		return f[0], f[1] == "true", out
+	}
+	var web podStatus
+	eventually(t, 60*time.Second, "web Running, not Ready, listed as not ready", func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "web")
+		web = p
+		addr, ready, sl := slice()
+		return p.Status.Phase == "Running" && p.condition("Ready") == "False" && addr == p.Status.PodIP && !ready, seen + " slice: " + sl
+	})
+	eventually(t, 30*time.Second, "web Ready and its endpoint ready", func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "web")
+		addr, ready, sl := slice()
+		return p.condition("Ready") == "True" && addr == web.Status.PodIP && ready, seen + " slice: " + sl
+	})
+
+	eventually(t, 30*time.Second, "nomkdir done", func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "nomkdir")
+		return p.Status.Phase == "Succeeded", seen
+	})
+	p, _ := getPod(t, c.kubeconfig, "nomkdir")
+	b, err := os.ReadFile(filepath.Join(n.logDir, "default_nomkdir_"+p.Metadata.UID, "main", "0.log"))
+	if err != nil || !strings.Contains(string(b), "stdout F MKDIR-DENIED") || !strings.Contains(string(b), "stdout F STILL-ALIVE") {
+		t.Errorf("under the deny-mkdir profile the log is %q (%v); want MKDIR-DENIED then STILL-ALIVE", b, err)
+	}
+
+	missing := filepath.Join(n.seccompRoot, "absent.json")
+	eventually(t, 30*time.Second, "noprofile in CreateContainerError naming "+missing, func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "noprofile")
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerError" &&
+			strings.Contains(cs[0].State.Waiting.Message, missing), seen
+	})
+
+	eventually(t, 60*time.Second, "hog OOMKilled", func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "hog")
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Terminated != nil && cs[0].State.Terminated.Reason == "OOMKilled" && p.Status.Phase == "Failed", seen
+	})
+}
