@@ -326,6 +326,9 @@ func TestExtraHandlersRunLast(t *testing.T) {
 	}
 }
 
+// The runtime hands admission the same resolver its workers use.
+var _ ContainerProfiles = (*seccomp.Profiles)(nil)
+
 // fakeProfiles fails the containers named in bad.
 type fakeProfiles struct {
 	bad  map[string]error

@@ -58,6 +58,7 @@ func admitUnderPressure(in *Input) Result {
 			return admitted
 		}
 	}
+	// Kubelet's text, without the trailing space its format string leaves.
 	return refuse(ReasonEvicted, fmt.Sprintf("The node had condition: %v.", conds))
 }
 
