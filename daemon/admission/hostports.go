@@ -14,7 +14,9 @@ type hostPort struct {
 }
 
 // hostPortsOf lists the host ports a pod's long-running containers (app containers
-// and sidecars) bind, with kubelet's defaults filled in (TCP, every address).
+// and sidecars) bind, with kubelet's defaults filled in (TCP, every address). Sidecars
+// count since Kubernetes 1.34 (kubernetes/kubernetes#132040); plain init containers
+// never did: they run before the app containers and one at a time.
 func hostPortsOf(pod *corev1.Pod) []hostPort {
 	var out []hostPort
 	add := func(c corev1.Container) {
