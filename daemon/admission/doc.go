@@ -17,6 +17,10 @@
 //   - Pluggable checks after these, such as the seccomp check (SeccompCheck), which the
 //     runtime backs with daemon/seccomp's Profiles.
 //
+// New builds an Admitter; Admit decides for one pod; AdmitInOrder admits a batch of new
+// pods oldest first, each against the pods admitted before it, as kubelet handles pod
+// additions.
+//
 // It also owns the helpers those checks share and the runtime reuses: a pod's QoS class
 // (QOSClass) and its effective requests (PodRequests).
 //
