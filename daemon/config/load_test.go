@@ -400,6 +400,13 @@ evictionEvaluationInterval: 500ms
 nodefsPath: /srv/plinth/pods
 imagefsPath: /srv/images
 podsCgroup: /plinth-pods
+minimumContainerTTLDuration: 30s
+maximumDeadContainersPerContainer: 2
+maximumDeadContainers: 100
+imageGCHighThresholdPercent: 90
+imageGCLowThresholdPercent: 70
+imageMinimumGCAge: 5m
+imageMaximumGCAge: 168h
 proxy:
   enabled: true
   nodePortAddresses: [192.0.2.0/24, "2001:db8::/64"]
@@ -442,6 +449,14 @@ pods:
 		NodefsPath:                       "/srv/plinth/pods",
 		ImagefsPath:                      "/srv/images",
 		PodsCgroup:                       "/plinth-pods",
+
+		MinimumContainerTTLDuration:       metav1.Duration{Duration: 30 * time.Second},
+		MaximumDeadContainersPerContainer: 2,
+		MaximumDeadContainers:             100,
+		ImageGCHighThresholdPercent:       90,
+		ImageGCLowThresholdPercent:        70,
+		ImageMinimumGCAge:                 metav1.Duration{Duration: 5 * time.Minute},
+		ImageMaximumGCAge:                 metav1.Duration{Duration: 168 * time.Hour},
 		Proxy: ProxyConfig{
 			Enabled:            ptrTo(true),
 			NodePortAddresses:  []string{"192.0.2.0/24", "2001:db8::/64"},
