@@ -214,9 +214,10 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 		}
 		return out
 	}
+	gate := newPodGate(r.currentNode, r.status.report, time.Now)
 	first := list()
 	r.status.track(first)
-	sup.Sync(first)
+	sup.Sync(gate.filter(ctx, first, true))
 	if err := sup.RemoveOrphans(ctx, first); err != nil {
 		r.logger.Warn("removing containers of pods deleted while plinthd was down", "err", err)
 	}
@@ -228,9 +229,21 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 		case <-changed:
 			all := list()
 			r.status.track(all)
-			sup.Sync(all)
+			sup.Sync(gate.filter(ctx, all, false))
 		}
 	}
+}
+
+// currentNode reads this node for admission; nil when it cannot be read.
+func (r *podRuntime) currentNode(ctx context.Context) *corev1.Node {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := r.client.Nodes().Get(ctx, r.nodeName, getOptions)
+	if err != nil {
+		r.logger.Warn("reading the node for pod admission", "err", err)
+		return nil
+	}
+	return n
 }
 
 // confirmDeletion tells the control service that a pod's containers are gone: a
