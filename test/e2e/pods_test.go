@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/sys/unix"
 
 	"github.com/plinth/plinth/daemon/images/imagetest"
@@ -222,7 +224,8 @@ spec:
 }
 
 // A pod applied with kubectl runs on the node with an address from its pod CIDR and
-// its output in its CRI log; a crashing pod backs off and counts restarts; restarting
+// its output in its CRI log; an image imported with plinthctl runs with
+// imagePullPolicy Never; a crashing pod backs off and counts restarts; restarting
 // plinthd leaves the containers' processes alone; deleting a pod waits out its grace
 // period when the container ignores SIGTERM, and the pod is gone once it is over.
 func TestPodsRunLogCrashLoopSurviveRestartAndDeleteWithGrace(t *testing.T) {
@@ -230,7 +233,23 @@ func TestPodsRunLogCrashLoopSurviveRestartAndDeleteWithGrace(t *testing.T) {
 	image := reg.PushBusybox(t, "e2e/busybox:v1", "/bin/sh")
 	c := startControl(t, "--cluster-cidr", "10.244.0.0/16")
 	n := newPodNode(t, c)
+	// An image imported with plinthctl (as make run users do, with no registry) runs
+	// with imagePullPolicy Never.
+	archive := filepath.Join(t.TempDir(), "local.tar")
+	tag, err := name.NewTag("example.com/local/busybox:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tarball.WriteToFile(archive, tag, imagetest.Busybox(t, "/bin/sh")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(binaries(t), "plinthctl"), "image", "import", "--root",
+		filepath.Join(n.stateDir, "images"), archive).CombinedOutput(); err != nil {
+		t.Fatalf("plinthctl image import: %v: %s", err, out)
+	}
 	n.start(t)
+	apply(t, c.kubeconfig, strings.Replace(podManifest("imported", "example.com/local/busybox:v1", "  restartPolicy: Never\n", "",
+		"sh", "-c", "echo from-an-imported-image"), "IfNotPresent", "Never", 1))
 
 	apply(t, c.kubeconfig, podManifest("hello", image, "  terminationGracePeriodSeconds: 3\n", "",
 		"sh", "-c", "trap '' TERM; echo hello-from-the-pod; while true; do sleep 1; done"))
@@ -242,6 +261,10 @@ func TestPodsRunLogCrashLoopSurviveRestartAndDeleteWithGrace(t *testing.T) {
 		hello = p
 		return p.Status.Phase == "Running" && p.Status.PodIP != "" && len(p.Status.ContainerStatuses) == 1 &&
 			p.Status.ContainerStatuses[0].State.Running != nil, seen
+	})
+	eventually(t, 30*time.Second, "pod imported Succeeded", func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "imported")
+		return p.Status.Phase == "Succeeded", seen
 	})
 	cidr, err := kubectl(t, c.kubeconfig, "get", "node", nodeName, "-o", "jsonpath={.spec.podCIDR}")
 	if err != nil {
