@@ -166,9 +166,7 @@ func newClient(cfg config.Config, name string, logger *slog.Logger) (kubernetes.
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
 	}
-	restCfg.UserAgent = "plinthd/" + version.String()
-	// Requests never outlive a lease: a control service that hangs must not hang us.
-	restCfg.Timeout = time.Duration(cfg.NodeLeaseDurationSeconds) * time.Second
+	node.ConfigureClient(restCfg, time.Duration(cfg.NodeLeaseDurationSeconds)*time.Second, "plinthd/"+version.String())
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", restCfg.Host, err)
