@@ -122,7 +122,18 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return err
 	}
 
+	var profilingLn net.Listener
+	if o.ProfilingAddress != "" {
+		if profilingLn, err = net.Listen("tcp", o.ProfilingAddress); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s (--profiling-address): %w", o.ProfilingAddress, err)
+		}
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
+	if profilingLn != nil {
+		g.Go(func() error { return serveProfiling(gctx, profilingLn, logger.With("component", "profiling")) })
+	}
 	// The API stops serving only after the control loops stopped and the leader Lease
 	// was released through it (or 5 s passed), so another replica, or this one
 	// restarted, takes over at once instead of waiting out the Lease.
