@@ -66,6 +66,10 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	defer closeEtcd()
 	store := storage.New(etcdClient, o.EtcdPrefix)
+	if len(o.EtcdServers) == 0 {
+		// One embedded member: its applied state holds every acknowledged write.
+		store.ServeReadsLocally()
+	}
 	authn, err := newAuthWiring(o, store, authority, logger)
 	if err != nil {
 		return err
@@ -122,6 +126,17 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return err
 	}
 
+	// Leader election has a client of its own, as in kube-controller-manager: behind
+	// the controllers' rate limiter (a burst of events, a sweep's writes) its renewals
+	// could miss the renew deadline and stop the loops of a healthy leader.
+	electionConfig := rest.CopyConfig(loopbackConfig)
+	electionConfig.QPS, electionConfig.Burst = -1, 0
+	electionClient, err := kubernetes.NewForConfig(electionConfig)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("leader election client: %w", err)
+	}
+
 	var profilingLn net.Listener
 	if o.ProfilingAddress != "" {
 		if profilingLn, err = net.Listen("tcp", o.ProfilingAddress); err != nil {
@@ -165,7 +180,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	})
 	g.Go(func() error {
 		defer close(leaderDone)
-		return runAsLeader(gctx, loopback, o.LeaderElection, metrics, logger.With("component", "leader-election"),
+		return runAsLeader(gctx, electionClient, o.LeaderElection, metrics, logger.With("component", "leader-election"),
 			func(ctx context.Context) error {
 				// Each term of leadership registers its controllers' metrics anew.
 				scoped := &scopedRegisterer{reg: metrics}
