@@ -66,10 +66,6 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	defer closeEtcd()
 	store := storage.New(etcdClient, o.EtcdPrefix)
-	if len(o.EtcdServers) == 0 {
-		// One embedded member: its applied state holds every acknowledged write.
-		store.ServeReadsLocally()
-	}
 	authn, err := newAuthWiring(o, store, authority, logger)
 	if err != nil {
 		return err

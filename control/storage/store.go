@@ -31,8 +31,6 @@ type KV struct {
 type Store struct {
 	client *clientv3.Client
 	prefix string
-	// readOpts are added to single-object reads (see ServeReadsLocally).
-	readOpts []clientv3.OpOption
 }
 
 // New returns a Store that keeps keys under prefix (for example "/registry").
@@ -40,21 +38,11 @@ func New(client *clientv3.Client, prefix string) *Store {
 	return &Store{client: client, prefix: strings.TrimSuffix(prefix, "/")}
 }
 
-// ServeReadsLocally makes single-object reads serializable: answered from the member's
-// applied state instead of first confirming it through raft (ReadIndex). Only for a
-// single-member etcd (the embedded one), where that state already holds every write
-// that was acknowledged, so nothing acknowledged is ever missed; a member of a larger
-// cluster may lag the others. What it saves: a linearizable read waits for the raft
-// loop, which waits for the WAL fsync of the writes in flight, so under heavy writing
-// on a slow disk every GET (and the read before every update) queued behind seconds of
-// fsync. Call it before the Store is used.
-func (s *Store) ServeReadsLocally() { s.readOpts = []clientv3.OpOption{clientv3.WithSerializable()} }
-
 func (s *Store) full(key string) string { return s.prefix + key }
 
 // Get returns the object at key.
 func (s *Store) Get(ctx context.Context, key string) (KV, error) {
-	resp, err := s.client.Get(ctx, s.full(key), s.readOpts...)
+	resp, err := s.client.Get(ctx, s.full(key))
 	if err != nil {
 		return KV{}, fmt.Errorf("get %s: %w", key, err)
 	}

@@ -159,35 +159,3 @@ func TestWatchSeesChangesAndReportsCompaction(t *testing.T) {
 	}
 	t.Fatal("watch from a compacted revision ended without an error event")
 }
-
-// On the single-member embedded etcd, reads served locally still see every write that
-// was acknowledged, also while other writes are in flight.
-func TestLocalReadsSeeEveryAcknowledgedWrite(t *testing.T) {
-	s := newTestStore(t)
-	s.ServeReadsLocally()
-	ctx := context.Background()
-	errs := make(chan error, 8)
-	for w := range 8 {
-		go func() {
-			key := fmt.Sprintf("/coordination.k8s.io/leases/kube-node-lease/n%d", w)
-			rev, err := s.Create(ctx, key, []byte("0"))
-			for i := 1; err == nil && i <= 40; i++ {
-				want := fmt.Sprint(i)
-				if rev, _, err = s.Update(ctx, key, []byte(want), rev); err != nil {
-					break
-				}
-				var got KV
-				got, err = s.Get(ctx, key)
-				if err == nil && (string(got.Value) != want || got.Revision != rev) {
-					err = fmt.Errorf("%s: read %q at revision %d right after writing %q at %d", key, got.Value, got.Revision, want, rev)
-				}
-			}
-			errs <- err
-		}()
-	}
-	for range 8 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-}
