@@ -35,6 +35,7 @@ import (
 	"github.com/plinth/plinth/control/auth/authapi"
 	"github.com/plinth/plinth/control/service"
 	"github.com/plinth/plinth/controlclient"
+	"github.com/plinth/plinth/controlclient/nodeclient"
 )
 
 func TestMain(m *testing.M) {
@@ -139,6 +140,20 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// nodeClientFor is plinthd's own client (nodeclient) for kubeconfig.
+func nodeClientFor(t *testing.T, kubeconfig string) *nodeclient.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := nodeclient.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,6 +421,12 @@ func TestCertificateRenewalOutlivesExpiry(t *testing.T) {
 	c := startControl(t, 10*time.Second)
 	res, client := c.mustJoin(t, c.newToken(t, time.Hour).Token, "node-a")
 	first := readCert(t, res.CertFile)
+	// plinthd's client, built once like plinthd's and used before the renewal, so it
+	// holds a connection made with the first certificate.
+	plinthdClient := nodeClientFor(t, res.Kubeconfig)
+	if _, err := plinthdClient.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("plinthd's client registering node-a with the first certificate: %v", err)
+	}
 
 	// A client pinned to the first certificate, with a live connection made before it
 	// expires.
@@ -453,6 +474,9 @@ func TestCertificateRenewalOutlivesExpiry(t *testing.T) {
 	}
 	if _, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatalf("the node's long-lived client after the first certificate expired: %v", err)
+	}
+	if _, err := plinthdClient.Nodes().Get(ctx, "node-a", metav1.GetOptions{}); err != nil {
+		t.Fatalf("plinthd's long-lived client after the first certificate expired: %v", err)
 	}
 	// The stale client's HTTP/2 connection is still open: the TLS layer checked its
 	// certificate only at the handshake, the authenticator checks it on every request.

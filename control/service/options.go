@@ -12,6 +12,7 @@ import (
 
 	"github.com/plinth/plinth/control/auth"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
+	"github.com/plinth/plinth/control/controllers/podgc"
 	"github.com/plinth/plinth/control/ipalloc"
 )
 
@@ -27,6 +28,7 @@ type Options struct {
 	AdminKubeconfig    string
 	CompactionInterval time.Duration
 	NodeLifecycle      nodelifecycle.Options
+	PodGC              podgc.Options
 	LeaderElection     LeaderElection
 	LogLevel           string
 	// ProfilingAddress, when set, serves Go's pprof profiles there, unauthenticated.
@@ -51,6 +53,7 @@ func DefaultOptions() Options {
 		EtcdPrefix:         "/registry",
 		CompactionInterval: 5 * time.Minute,
 		NodeLifecycle:      nodelifecycle.DefaultOptions(),
+		PodGC:              podgc.DefaultOptions(),
 		LeaderElection:     DefaultLeaderElection(),
 		LogLevel:           "info",
 		NodeCertValidity:   auth.DefaultNodeCertValidity,
@@ -96,6 +99,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.NodeLifecycle.SecondaryEvictionRate, "secondary-node-eviction-rate", o.NodeLifecycle.SecondaryEvictionRate, "the rate instead in a partially disrupted zone larger than --large-cluster-size-threshold (smaller ones stop)")
 	fs.Float64Var(&o.NodeLifecycle.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.NodeLifecycle.UnhealthyZoneThreshold, "share of a zone's nodes not Ready (with more than two of them) at which it is partially disrupted")
 	fs.IntVar(&o.NodeLifecycle.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.NodeLifecycle.LargeClusterSizeThreshold, "zone size above which a partially disrupted zone keeps evicting at --secondary-node-eviction-rate")
+	fs.IntVar(&o.PodGC.TerminatedPodThreshold, "terminated-pod-gc-threshold", o.PodGC.TerminatedPodThreshold, "number of terminated pods (Succeeded or Failed) kept before the oldest are deleted; 0 keeps them all")
 	fs.BoolVar(&o.LeaderElection.Enabled, "leader-elect", o.LeaderElection.Enabled, "elect one replica among those sharing etcd to run the control loops (every replica serves the API)")
 	fs.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", o.LeaderElection.LeaseDuration, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader retries renewing before it gives up the loops")
@@ -126,6 +130,11 @@ func (o *Options) Complete() error {
 		errs = append(errs, fmt.Errorf("--etcd-compaction-interval: %s must be positive", o.CompactionInterval))
 	}
 	if err := o.NodeLifecycle.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.PodGC.TerminatedPodThreshold < 0 {
+		errs = append(errs, fmt.Errorf("--terminated-pod-gc-threshold: %d is not a pod count (want 0 or more; 0 keeps every terminated pod)", o.PodGC.TerminatedPodThreshold))
+	} else if err := o.PodGC.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, _, err := o.serviceRanges(); err != nil {

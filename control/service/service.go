@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"time"
@@ -16,6 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -28,8 +31,10 @@ import (
 
 	"github.com/plinth/plinth/control/apiserver"
 	"github.com/plinth/plinth/control/controllers/gc"
+	"github.com/plinth/plinth/control/controllers/leasegc"
 	"github.com/plinth/plinth/control/controllers/namespace"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
+	"github.com/plinth/plinth/control/controllers/podgc"
 	"github.com/plinth/plinth/control/controllers/tainteviction"
 	"github.com/plinth/plinth/control/pki"
 	"github.com/plinth/plinth/control/registry"
@@ -122,6 +127,22 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return err
 	}
 
+	// One identity names this replica in the leader Lease and in its identity Lease.
+	hostname, err := os.Hostname()
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("reading the hostname, which names the replica's identity Lease: %w", err)
+	}
+	if o.LeaderElection.Identity == "" {
+		o.LeaderElection.Identity = hostname + "_" + string(uuid.NewUUID())
+	}
+	identityLease, err := leasegc.NewPublisher(leasegc.PublisherConfig{Client: loopback, Clock: clock.RealClock{},
+		Hostname: hostname, Identity: o.LeaderElection.Identity, Logger: logger})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
 	// Leader election has a client of its own, as in kube-controller-manager: behind
 	// the controllers' rate limiter (a burst of events, a sweep's writes) its renewals
 	// could miss the renew deadline and stop the loops of a healthy leader.
@@ -199,6 +220,9 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		runServiceClaimRepair(gctx, regCfg, loopback, logger.With("component", "service-claim-repair"))
 		return nil
 	})
+	// Every replica, leader or not, publishes its identity Lease (in kube-system, which
+	// exists now); the leader's loops delete those of replicas long gone.
+	g.Go(func() error { return identityLease.Run(gctx) })
 	logger.Info("control service serving", "address", ln.Addr().String(), "server", server,
 		"admin_kubeconfig", o.AdminKubeconfig, "etcd", etcdDescription(o))
 	if ready != nil {
@@ -296,14 +320,28 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	if err != nil {
 		return err
 	}
+	podCollector, err := podgc.New(podgc.Config{Client: client, Pods: all.Core().V1().Pods(), Nodes: all.Core().V1().Nodes(),
+		Clock: clock.RealClock{}, Registerer: reg, Logger: logger, Options: o.PodGC})
+	if err != nil {
+		return err
+	}
+	identityLeases := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(leasegc.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = leasegc.LabelSelector }))
+	identityCollector, err := leasegc.NewCollector(leasegc.CollectorConfig{Client: client, Leases: identityLeases.Coordination().V1().Leases(),
+		Clock: clock.RealClock{}, Registerer: reg, Logger: logger})
+	if err != nil {
+		return err
+	}
 	// The informers stop when this function returns, also when a loop failed.
 	ctx, stop := context.WithCancel(ctx)
 	all.Start(ctx.Done())
 	nodeLeases.Start(ctx.Done())
+	identityLeases.Start(ctx.Done())
 	defer func() {
 		stop()
 		all.Shutdown()
 		nodeLeases.Shutdown()
+		identityLeases.Shutdown()
 	}()
 	loops, lctx := errgroup.WithContext(ctx)
 	loops.Go(func() error { return collector.Run(lctx) })
@@ -315,5 +353,7 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 		return nil
 	})
 	loops.Go(func() error { return evictions.Run(lctx) })
+	loops.Go(func() error { return podCollector.Run(lctx) })
+	loops.Go(func() error { return identityCollector.Run(lctx) })
 	return loops.Wait()
 }

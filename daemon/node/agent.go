@@ -12,8 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/controlclient/nodeclient"
 )
 
 // registerAttemptTimeout bounds one registration attempt (create, or get and update),
@@ -24,7 +25,7 @@ const registerAttemptTimeout = 30 * time.Second
 // Agent registers the Node, renews its Lease and reports its status. Register,
 // RunLease and RunStatus may run concurrently; each loop runs at most once at a time.
 type Agent struct {
-	client     kubernetes.Interface
+	client     nodeclient.Interface
 	cfg        Config
 	facts      HostFacts
 	conditions ConditionSource
@@ -49,7 +50,7 @@ type Agent struct {
 // NewAgent checks cfg (zero durations and MaxPods take their defaults) and registers
 // the metrics with reg (nil registers nothing). conditions supplies the non-Ready
 // conditions; nil means NoPressure.
-func NewAgent(client kubernetes.Interface, cfg Config, facts HostFacts, conditions ConditionSource,
+func NewAgent(client nodeclient.Interface, cfg Config, facts HostFacts, conditions ConditionSource,
 	clk clock.WithTicker, reg prometheus.Registerer, logger *slog.Logger) (*Agent, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -135,7 +136,7 @@ func (a *Agent) nodeOwnerReference(ctx context.Context) []metav1.OwnerReference 
 	if uid == "" {
 		// Not registered by us (RegisterNode off, or registration still retrying): the
 		// Node may exist anyway.
-		n, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+		n, err := a.client.Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return nil
 		}

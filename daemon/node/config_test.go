@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 	"log/slog"
+
+	"github.com/plinth/plinth/controlclient/nodeclient/nodeclienttest"
 )
 
 func TestNodeName(t *testing.T) {
@@ -35,7 +37,7 @@ func TestNodeName(t *testing.T) {
 func TestNewAgentDefaultsAndValidation(t *testing.T) {
 	var clk clock.WithTicker = testingclock.NewFakeClock(t0)
 	logger := slog.New(slog.DiscardHandler)
-	a, err := NewAgent(fake.NewClientset(), Config{NodeName: "n1"}, HostFacts{}, nil, clk, nil, logger)
+	a, err := NewAgent(nodeclienttest.FromClientset(fake.NewClientset()), Config{NodeName: "n1"}, HostFacts{}, nil, clk, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestNewAgentDefaultsAndValidation(t *testing.T) {
 		{Config{NodeName: "n", KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}, "KubeReserved[cpu] -1"},
 	}
 	for _, b := range bad {
-		if _, err := NewAgent(fake.NewClientset(), b.cfg, HostFacts{}, nil, clk, nil, logger); err == nil || !strings.Contains(err.Error(), b.want) {
+		if _, err := NewAgent(nodeclienttest.FromClientset(fake.NewClientset()), b.cfg, HostFacts{}, nil, clk, nil, logger); err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("NewAgent(%+v) error = %v, want it to contain %q", b.cfg, err, b.want)
 		}
 	}

@@ -7,7 +7,7 @@
 // It owns the Node's labels it sets, its status addresses, capacity, allocatable,
 // nodeInfo and the conditions it reports, and the node's Lease; it leaves every other
 // field and every foreign label and condition as it finds them, and never deletes the
-// Node. It talks to the control service through client-go (kubernetes.Interface) and
+// Node. It talks to the control service through controlclient/nodeclient and
 // reads the host only through kernel/sysinfo and kernel/netlink, once, in
 // GatherHostFacts.
 //

@@ -20,6 +20,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/plinth/plinth/controlclient/nodeclient/nodeclienttest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -118,7 +120,7 @@ func newTestEnv(t *testing.T, cfg Config, conditions ConditionSource, objects ..
 		logs:   &syncBuffer{},
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := NewAgent(e.client, cfg, testFacts(), conditions, e.clock, e.reg, logger)
+	a, err := NewAgent(nodeclienttest.FromClientset(e.client), cfg, testFacts(), conditions, e.clock, e.reg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

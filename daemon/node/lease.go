@@ -67,7 +67,7 @@ func (a *Agent) renewLeaseMeasured(parent context.Context) error {
 // only when the cache is empty, stale (conflict) or the Lease was deleted, and creates
 // the Lease when it does not exist.
 func (a *Agent) renewLease(ctx context.Context) error {
-	leases := a.client.CoordinationV1().Leases(LeaseNamespace)
+	leases := a.client.Leases(LeaseNamespace)
 	for try := 1; try <= maxLeaseTries; try++ {
 		if a.lease == nil {
 			got, err := leases.Get(ctx, a.cfg.NodeName, metav1.GetOptions{})

@@ -46,7 +46,7 @@ func (a *Agent) Register(ctx context.Context) (*corev1.Node, error) {
 func (a *Agent) registerOnce(ctx context.Context) (*corev1.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, registerAttemptTimeout)
 	defer cancel()
-	nodes := a.client.CoreV1().Nodes()
+	nodes := a.client.Nodes()
 
 	created, err := nodes.Create(ctx, a.desiredNode(), metav1.CreateOptions{})
 	if err == nil {

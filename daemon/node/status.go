@@ -71,7 +71,7 @@ func (a *Agent) syncStatusMeasured(parent context.Context) {
 // Ready to Unknown while the node is unreachable, and that must be corrected as soon
 // as the node is back, not at the next periodic report.
 func (a *Agent) syncStatus(ctx context.Context) (sent bool, err error) {
-	nodes := a.client.CoreV1().Nodes()
+	nodes := a.client.Nodes()
 	want := desiredConditions(a.conditions)
 	for try := 1; try <= maxStatusTries; try++ {
 		current, err := nodes.Get(ctx, a.cfg.NodeName, metav1.GetOptions{})

@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/node"
 	"github.com/plinth/plinth/daemon/pressure"
@@ -38,7 +38,7 @@ type pressureSubsystem struct {
 // and builds the manager. With a client, eviction lists and evicts the pods the API
 // binds to node, and OOM kills are posted as Events on the Node; without one
 // (standalone) conditions are only computed and shown.
-func newPressure(cfg config.Config, nodeName string, client kubernetes.Interface, reg prometheus.Registerer, logger *slog.Logger) (*pressureSubsystem, error) {
+func newPressure(cfg config.Config, nodeName string, client nodeclient.Interface, reg prometheus.Registerer, logger *slog.Logger) (*pressureSubsystem, error) {
 	pc, err := cfg.PressureConfig()
 	if err != nil {
 		return nil, err

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/controlclient"
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/node"
@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 
 	// The client comes first: pressure eviction and OOM events use it, and the
 	// /pressure view must be mounted before the health server starts.
-	var client kubernetes.Interface
+	var client nodeclient.Interface
 	nodeName, err := node.NodeName(cfg.HostnameOverride)
 	if cfg.Kubeconfig != "" {
 		if err != nil {
@@ -161,13 +161,15 @@ func stop(ctx context.Context, notifier watchdog.Notifier, logger *slog.Logger) 
 }
 
 // newClient builds the client of the control service from the configuration.
-func newClient(cfg config.Config, name string, logger *slog.Logger) (kubernetes.Interface, error) {
+func newClient(cfg config.Config, name string, logger *slog.Logger) (nodeclient.Interface, error) {
 	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
 	}
 	node.ConfigureClient(restCfg, time.Duration(cfg.NodeLeaseDurationSeconds)*time.Second, "plinthd/"+version.String())
-	client, err := kubernetes.NewForConfig(restCfg)
+	// Only the API groups plinthd uses: the clientset of every group would cost several
+	// MiB of resident memory (see nodeclient).
+	client, err := nodeclient.New(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", restCfg.Host, err)
 	}
@@ -177,7 +179,7 @@ func newClient(cfg config.Config, name string, logger *slog.Logger) (kubernetes.
 
 // newNodeAgent builds the node agent from the configuration; conditions supplies the
 // pressure conditions.
-func newNodeAgent(cfg config.Config, client kubernetes.Interface, name string, conditions node.ConditionSource,
+func newNodeAgent(cfg config.Config, client nodeclient.Interface, name string, conditions node.ConditionSource,
 	registry prometheus.Registerer, logger *slog.Logger) (*node.Agent, error) {
 	var err error
 	nodeCfg := node.DefaultConfig(name)

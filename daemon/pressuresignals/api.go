@@ -12,9 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/pressure"
 )
 
@@ -26,12 +26,12 @@ const goneTimeout = 5 * time.Second
 
 // APIEvents posts Events through the API.
 type APIEvents struct {
-	Client kubernetes.Interface
+	Client nodeclient.Interface
 }
 
 // Create implements EventSink.
 func (e APIEvents) Create(ctx context.Context, ev *corev1.Event) error {
-	_, err := e.Client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	_, err := e.Client.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 	return err
 }
 
@@ -43,7 +43,7 @@ func (e APIEvents) Create(ctx context.Context, ev *corev1.Event) error {
 // It knows no pod's usage, so pods rank by priority alone; and a control service
 // that serves no pods (an older one) leaves nothing to evict, said once in the log.
 type APIPods struct {
-	client kubernetes.Interface
+	client nodeclient.Interface
 	node   string
 	events EventSink // may be nil
 	clock  clock.PassiveClock
@@ -61,7 +61,7 @@ var (
 // NewAPIPods returns the lister and evictor for node. events, when not nil, gets an
 // Evicted Event on each pod evicted, carrying the eviction message (the Eviction
 // object has no place for it).
-func NewAPIPods(client kubernetes.Interface, node string, events EventSink, clk clock.PassiveClock, logger *slog.Logger) *APIPods {
+func NewAPIPods(client nodeclient.Interface, node string, events EventSink, clk clock.PassiveClock, logger *slog.Logger) *APIPods {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -71,7 +71,7 @@ func NewAPIPods(client kubernetes.Interface, node string, events EventSink, clk 
 // List implements pressure.PodLister: the pods bound to the node that are neither
 // finished nor already being deleted.
 func (p *APIPods) List(ctx context.Context) ([]pressure.Pod, error) {
-	list, err := p.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+	list, err := p.client.Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", p.node).String(),
 	})
 	if apierrors.IsNotFound(err) {
@@ -110,7 +110,7 @@ func (p *APIPods) Evict(ctx context.Context, pod pressure.Pod, message string) e
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	}
-	if err := p.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, ev); err != nil {
+	if err := p.client.Evictions(pod.Namespace).Evict(ctx, ev); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // gone already: Gone will say so
 		}
@@ -130,7 +130,7 @@ func (p *APIPods) Evict(ctx context.Context, pod pressure.Pod, message string) e
 func (p *APIPods) Gone(pod pressure.Pod) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), goneTimeout)
 	defer cancel()
-	cur, err := p.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	cur, err := p.client.Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return true
 	}

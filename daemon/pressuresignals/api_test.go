@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/plinth/plinth/controlclient/nodeclient/nodeclienttest"
 	"github.com/plinth/plinth/daemon/pressure"
 )
 
@@ -48,7 +49,7 @@ func TestAPIPodsListsOnlyLivePodsOfTheNode(t *testing.T) {
 		selector = a.(k8stesting.ListAction).GetListRestrictions().Fields.String()
 		return false, nil, nil
 	})
-	p := NewAPIPods(client, "node-a", nil, nil, discardLogger())
+	p := NewAPIPods(nodeclienttest.FromClientset(client), "node-a", nil, nil, discardLogger())
 	pods, err := p.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestAPIPodsWithoutPodsResource(t *testing.T) {
 	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "")
 	})
-	pods, err := NewAPIPods(client, "node-a", nil, nil, discardLogger()).List(context.Background())
+	pods, err := NewAPIPods(nodeclienttest.FromClientset(client), "node-a", nil, nil, discardLogger()).List(context.Background())
 	if err != nil || len(pods) != 0 {
 		t.Fatalf("List against a control service without pods = %v, %v; want nothing and no error", pods, err)
 	}
@@ -94,7 +95,7 @@ func TestAPIPodsEvictAndGone(t *testing.T) {
 	})
 	sink := newRecordingSink()
 	clk := testingclock.NewFakeClock(t0)
-	p := NewAPIPods(client, "node-a", sink, clk, discardLogger())
+	p := NewAPIPods(nodeclienttest.FromClientset(client), "node-a", sink, clk, discardLogger())
 	victim := pressure.Pod{Namespace: "team", Name: "web", UID: "u1"}
 	if p.Gone(victim) {
 		t.Fatal("Gone before eviction")
@@ -136,7 +137,7 @@ func TestAPIPodsEvictFailureIsReturned(t *testing.T) {
 	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, "web", nil)
 	})
-	err := NewAPIPods(client, "node-a", nil, nil, discardLogger()).Evict(context.Background(), pressure.Pod{Namespace: "team", Name: "web", UID: "u1"}, "m")
+	err := NewAPIPods(nodeclienttest.FromClientset(client), "node-a", nil, nil, discardLogger()).Evict(context.Background(), pressure.Pod{Namespace: "team", Name: "web", UID: "u1"}, "m")
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "team/web") {
 		t.Fatalf("Evict refused by the server = %v, want the Forbidden error naming the pod", err)
 	}

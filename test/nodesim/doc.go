@@ -1,8 +1,8 @@
 // Package nodesim runs many simulated nodes in one process, for scale benchmarks and
 // tests of the control service. Each simulated node is a real daemon/node Agent — the
-// code plinthd registers, heartbeats and reports status with — over its own client-go
-// client with its own credentials and connection, configured by node.ConfigureClient as
-// plinthd's is; only the host facts are made up. So the control service sees what a
+// code plinthd registers, heartbeats and reports status with — over plinthd's own API
+// client (controlclient/nodeclient) with its own credentials and connection, configured
+// by node.ConfigureClient as plinthd's is; only the host facts are made up. So the control service sees what a
 // fleet of plinthd instances would send: a Node create, a Lease renewed every quarter
 // of the lease duration, a Node read every status period and a status update when
 // something changed or the report period passed.

@@ -143,6 +143,10 @@ type recordingTransport struct {
 	node     *Node
 }
 
+// WrappedRoundTripper lets client-go reach the transport underneath, to cancel
+// requests through it.
+func (t *recordingTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	kind := classify(req.Method, req.URL.Path)
 	start := t.clock.Now()

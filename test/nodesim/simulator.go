@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/node"
 )
 
@@ -158,7 +158,7 @@ func (s *Simulator) newAgent(n *Node, index int) (*node.Agent, error) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &recordingTransport{next: rt, recorder: s.opts.Recorder, clock: s.opts.Clock, node: n}
 	})
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := nodeclient.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("nodesim: client of node %s: %w", n.Name, err)
 	}

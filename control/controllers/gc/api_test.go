@@ -2,6 +2,7 @@ package gc_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -15,9 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/plinth/plinth/control/apiserver/apitest"
 	"github.com/plinth/plinth/control/controllers/gc"
+	"github.com/plinth/plinth/controlclient/nodeclient"
+	"github.com/plinth/plinth/daemon/node"
 )
 
 // The API tests run the collector against the real API server over a real embedded
@@ -223,5 +227,64 @@ func TestCollectsWhatWasDeletedWhileStopped(t *testing.T) {
 	startCollector(t, cfg)
 	eventually(t, "a restarted collector to delete the dependent of an owner deleted meanwhile", func() bool {
 		return f.get("dep") == nil
+	})
+}
+
+// TestNodeLeaseGoesWithItsNode: plinthd's own node agent registers its Node and
+// renews its Lease, which points at the Node through an owner reference; once the agent
+// is stopped and the Node deleted, the collector deletes the Lease.
+func TestNodeLeaseGoesWithItsNode(t *testing.T) {
+	srv := apitest.Start(t, apitest.Options{}) // with kube-node-lease
+	client := srv.Client
+	agentClient, err := nodeclient.New(srv.RESTConfig()) // plinthd's own client
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentClock := testingclock.NewFakeClock(time.Now())
+	agent, err := node.NewAgent(agentClient, node.Config{NodeName: "n1", RegisterNode: true},
+		node.HostFacts{CPUs: 1, MemoryBytes: 1 << 30}, nil, agentClock, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentCtx, stopAgent := context.WithCancel(t.Context())
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- agent.Run(agentCtx) }()
+	agentRunning := true
+	stop := func() {
+		if agentRunning {
+			agentRunning = false
+			stopAgent()
+			if err := <-agentDone; err != nil {
+				t.Errorf("agent: %v", err)
+			}
+		}
+	}
+	defer stop()
+
+	var nodeUID string
+	eventually(t, "the node Lease with an owner reference to its Node", func() bool {
+		n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		nodeUID = string(n.UID)
+		l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(t.Context(), "n1", metav1.GetOptions{})
+		if err == nil && len(l.OwnerReferences) == 1 && string(l.OwnerReferences[0].UID) == nodeUID && l.OwnerReferences[0].Kind == "Node" {
+			return true
+		}
+		// The first renewal may have run before the Node existed; the next one adds the
+		// reference.
+		agentClock.Step(10 * time.Second)
+		return false
+	})
+	stop() // plinthd is gone: nothing re-creates the Lease
+
+	startCollector(t, srv.RESTConfig())
+	if err := client.CoreV1().Nodes().Delete(t.Context(), "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the node Lease to be collected with its Node", func() bool {
+		_, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(t.Context(), "n1", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
 	})
 }
