@@ -125,6 +125,7 @@ func benchFleet(b *testing.B, size int) {
 		b.Fatal(err)
 	}
 	simCPUStart, _ := cpuTime(0)
+	waitStart := runQueueWait(pid)
 	var profiles sync.WaitGroup
 	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
 		profiles.Go(func() {
@@ -146,6 +147,8 @@ func benchFleet(b *testing.B, size int) {
 		b.Fatal(err)
 	}
 	simCPUEnd, _ := cpuTime(0)
+	waited := runQueueWait(pid) - waitStart
+	goMemory := runtimeMetrics(ctx, admin, "go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_next_gc_bytes")
 	lease := sim.Recorder().Summary(nodesim.LeaseUpdate)
 	nodeGet := sim.Recorder().Summary(nodesim.NodeGet)
 	loadEnd := loadAverage()
@@ -168,12 +171,16 @@ func benchFleet(b *testing.B, size int) {
 	simCores := (simCPUEnd - simCPUStart).Seconds() / window.Seconds()
 	b.Logf("window %s, load average %s -> %s: control %.2f cores, RSS max %d MiB (%d MiB anonymous, the rest mostly etcd's mapped database; peak over the run %d MiB); simulator %.2f cores",
 		window.Round(time.Second), loadStart, loadEnd, cores, maxRSS/1024, anonAtMax/1024, peakRSS/1024, simCores)
+	b.Logf("control's threads waited %.1f s for a CPU during the window (runnable, not running; %.2f s per second of CPU they got)",
+		waited.Seconds(), waited.Seconds()/max(cpuEnd.Seconds()-cpuStart.Seconds(), 0.001))
+	b.Logf("control's Go runtime at the window's end: %s", goMemory)
 	b.Logf("Lease updates: %d (%.0f/s), %d failed, p50 %s, p99 %s, max %s; Node reads: %d, %d failed, p99 %s",
 		lease.Count, float64(lease.Count)/window.Seconds(), lease.Failures, ms(lease.P50), ms(lease.P99), ms(lease.Max),
 		nodeGet.Count, nodeGet.Failures, ms(nodeGet.P99))
 	b.Logf("detection of %d stopped nodes: error (Unknown mark - (stop + %s)) p50 %s, max %s, min %s; %d not marked; %d running nodes wrongly marked",
 		detection.stopped, fleetGrace, ms(detection.p50), ms(detection.max), ms(detection.min), detection.unmarked, detection.falseUnknown)
 	b.ReportMetric(cores, "control-cores")
+	b.ReportMetric(waited.Seconds()/window.Seconds(), "control-runqueue-wait-s/s")
 	b.ReportMetric(float64(maxRSS)/1024, "control-rss-MiB")
 	b.ReportMetric(float64(anonAtMax)/1024, "control-anon-MiB")
 	b.ReportMetric(float64(lease.Count)/window.Seconds(), "lease-updates/s")
@@ -322,3 +329,26 @@ func fetchProfile(b *testing.B, addr, what, out string) {
 
 func ms(d time.Duration) string   { return d.Round(100 * time.Microsecond).String() }
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runtimeMetrics reads the named unlabelled samples from the control service's /metrics,
+// formatted for the log (bytes in MiB).
+func runtimeMetrics(ctx context.Context, admin kubernetes.Interface, names ...string) string {
+	raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		for _, name := range names {
+			v, ok := strings.CutPrefix(line, name+" ")
+			if !ok {
+				continue
+			}
+			if f, err := strconv.ParseFloat(v, 64); err == nil && strings.HasSuffix(name, "_bytes") {
+				v = fmt.Sprintf("%.0f MiB", f/(1<<20))
+			}
+			out = append(out, name+"="+v)
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -188,3 +188,26 @@ func loadAverage() string {
 	}
 	return strings.Fields(string(data))[0]
 }
+
+// runQueueWait sums, over pid's threads, the time they spent runnable but waiting for a
+// CPU (the second field of /proc/PID/task/TID/schedstat). Threads that exited are not
+// counted, so a difference over a window is a lower bound.
+func runQueueWait(pid int) time.Duration {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(data)); len(f) >= 2 {
+			if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				total += ns
+			}
+		}
+	}
+	return time.Duration(total)
+}
