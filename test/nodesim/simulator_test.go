@@ -106,6 +106,18 @@ func TestNodesRegisterHeartbeatAndStopAtAHeartbeat(t *testing.T) {
 			t.Errorf("lease %s renewTime %s, want %s", n.Name, got.UTC(), want)
 		}
 	}
+	// Stop ends a node at once, between heartbeats.
+	stoppedAt := nodes[1].Stop()
+	select {
+	case <-nodes[1].Done():
+	default:
+		t.Fatal("sim-1: Stop returned before the node's agent did")
+	}
+	if !stoppedAt.Equal(clk.Now()) || nodes[1].LastHeartbeat().After(stoppedAt) {
+		t.Errorf("sim-1 stopped at %s (last heartbeat %s), want the clock's now %s", stoppedAt, nodes[1].LastHeartbeat(), clk.Now())
+	}
+	waitFor(t, "only sim-2 still waiting", waiters(clk, 2))
+
 	sum := sim.Recorder().Summary(LeaseUpdate)
 	// Two rounds from three nodes, then one from two. (Latencies are measured on the
 	// fake clock here, so they are zero.)
