@@ -21,6 +21,7 @@ func main() {
 	flags := config.BindFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	cleanup := fs.Bool("cleanup", false, "remove the Service proxy's kernel state (its nftables tables) and exit")
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
 		fmt.Println("plinthd", version.String())
@@ -32,6 +33,16 @@ func main() {
 		os.Exit(2)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// The Service proxy's nftables rule syncer; nil until daemon/proxy/nftrules is
+	// wired here.
+	backends := plinthd.Backends{NewProxyRules: nil}
+	if *cleanup {
+		if err := plinthd.Cleanup(context.Background(), backends, logger); err != nil {
+			fmt.Fprintln(os.Stderr, "plinthd:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	cfg, files, err := flags.Load()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "plinthd:", err)
@@ -39,7 +50,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := plinthd.Run(ctx, cfg, files, watchdog.NewSystemdNotifier(), logger); err != nil {
+	if err := plinthd.Run(ctx, cfg, files, watchdog.NewSystemdNotifier(), backends, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "plinthd:", err)
 		os.Exit(1)
 	}

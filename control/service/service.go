@@ -30,11 +30,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/controllers/endpointslice"
 	"github.com/plinth/plinth/control/controllers/gc"
 	"github.com/plinth/plinth/control/controllers/leasegc"
 	"github.com/plinth/plinth/control/controllers/namespace"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 	"github.com/plinth/plinth/control/controllers/podgc"
+	"github.com/plinth/plinth/control/controllers/scheduler"
 	"github.com/plinth/plinth/control/controllers/tainteviction"
 	"github.com/plinth/plinth/control/pki"
 	"github.com/plinth/plinth/control/registry"
@@ -320,6 +322,19 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	if err != nil {
 		return err
 	}
+	endpointSlices, err := endpointslice.New(endpointslice.Config{Client: client, Services: all.Core().V1().Services(),
+		Pods: all.Core().V1().Pods(), Nodes: all.Core().V1().Nodes(), Slices: all.Discovery().V1().EndpointSlices(),
+		Clock: clock.RealClock{}, Registerer: reg, Logger: logger, Options: endpointslice.DefaultOptions(),
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "endpoint-slice-controller"})})
+	if err != nil {
+		return err
+	}
+	placement, err := scheduler.New(scheduler.Config{Client: client, Pods: all.Core().V1().Pods(), Nodes: all.Core().V1().Nodes(),
+		Clock: clock.RealClock{}, Registerer: reg, Logger: logger, Options: scheduler.DefaultOptions(),
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: corev1.DefaultSchedulerName})})
+	if err != nil {
+		return err
+	}
 	podCollector, err := podgc.New(podgc.Config{Client: client, Pods: all.Core().V1().Pods(), Nodes: all.Core().V1().Nodes(),
 		Clock: clock.RealClock{}, Registerer: reg, Logger: logger, Options: o.PodGC})
 	if err != nil {
@@ -353,6 +368,8 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 		return nil
 	})
 	loops.Go(func() error { return evictions.Run(lctx) })
+	loops.Go(func() error { return endpointSlices.Run(lctx) })
+	loops.Go(func() error { return placement.Run(lctx) })
 	loops.Go(func() error { return podCollector.Run(lctx) })
 	loops.Go(func() error { return identityCollector.Run(lctx) })
 	return loops.Wait()

@@ -39,6 +39,9 @@ type NodeClient interface {
 	Update(ctx context.Context, node *corev1.Node, opts metav1.UpdateOptions) (*corev1.Node, error)
 	UpdateStatus(ctx context.Context, node *corev1.Node, opts metav1.UpdateOptions) (*corev1.Node, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Node, error)
+	// List and Watch serve the Service proxy's informer on its own Node.
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // LeaseClient reads and writes Leases (the node's heartbeat).

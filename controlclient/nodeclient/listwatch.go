@@ -25,6 +25,12 @@ func EndpointSlicesListerWatcher(c Interface, labelSelector string) cache.Lister
 	return newListerWatcher(c, c.EndpointSlices(metav1.NamespaceAll), selectors{label: labelSelector})
 }
 
+// NodeListerWatcher lists and watches one Node (the field selector
+// metadata.name=<name>), for the Service proxy's informer on its own Node.
+func NodeListerWatcher(c Interface, name string) cache.ListerWatcher {
+	return newListerWatcher(c, c.Nodes(), selectors{field: fields.OneTermEqualSelector("metadata.name", name).String()})
+}
+
 // NodePodsListerWatcher lists and watches the pods of every namespace bound to node
 // (the field selector spec.nodeName=<node>, as kubelet watches its pods), for the pod
 // runtime's informer.

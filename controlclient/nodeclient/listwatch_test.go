@@ -82,10 +82,18 @@ func TestListerWatchersFeedInformers(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	for _, name := range []string{"node-a", "node-b"} {
+		if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	pods := runInformer(t, nodeclient.NodePodsListerWatcher(c, "node-a"), &corev1.Pod{})
+	nodes := runInformer(t, nodeclient.NodeListerWatcher(c, "node-a"), &corev1.Node{})
 	services := runInformer(t, nodeclient.ServicesListerWatcher(c, "!service.kubernetes.io/service-proxy-name"), &corev1.Service{})
 	slicesStore := runInformer(t, nodeclient.EndpointSlicesListerWatcher(c, ""), &discoveryv1.EndpointSlice{})
 	waitForKeys(t, pods, "default/web")
+	waitForKeys(t, nodes, "node-a")
 	waitForKeys(t, slicesStore, "default/web-1")
 	if _, ok, _ := services.GetByKey("default/web"); !ok {
 		t.Errorf("Services informer lacks default/web: %v", services.ListKeys())

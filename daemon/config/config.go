@@ -88,6 +88,9 @@ type Config struct {
 	// figures come from the v1 memory hierarchy and the PSI from the unified tree, both
 	// under this path. Empty leaves allocatableMemory.available unobserved.
 	PodsCgroup string `json:"podsCgroup"`
+
+	// Proxy configures the Service proxy.
+	Proxy ProxyConfig `json:"proxy"`
 }
 
 // Defaults returns the configuration used where neither a file nor a flag says
@@ -106,6 +109,8 @@ func Defaults() Config {
 		EvictionHard:                     pressure.DefaultEvictionHard(),
 		EvictionPressureTransitionPeriod: metav1.Duration{Duration: pressure.DefaultPressureTransitionPeriod},
 		EvictionEvaluationInterval:       metav1.Duration{Duration: pressure.DefaultEvaluationInterval},
+
+		Proxy: defaultProxyConfig(),
 	}
 }
 

@@ -27,6 +27,7 @@ type Flags struct {
 	lockFile           string
 	healthzBindAddress string
 	stateDir           string
+	nodePortAddresses  listValue
 }
 
 // Flag names, and the Config field (JSON name) each one sets.
@@ -42,6 +43,7 @@ const (
 	flagLockFile           = "lock-file"
 	flagHealthzBindAddress = "healthz-bind-address"
 	flagStateDir           = "state-dir"
+	flagNodePortAddresses  = "nodeport-addresses"
 )
 
 var fieldOfFlag = map[string]string{
@@ -54,6 +56,7 @@ var fieldOfFlag = map[string]string{
 	flagLockFile:           "lockFile",
 	flagHealthzBindAddress: "healthzBindAddress",
 	flagStateDir:           "stateDir",
+	flagNodePortAddresses:  "proxy.nodePortAddresses",
 }
 
 // BindFlags registers plinthd's configuration flags on fs. The defaults shown in help
@@ -83,6 +86,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		"host:port of the /healthz endpoint (config: healthzBindAddress)")
 	fs.StringVar(&f.stateDir, flagStateDir, d.StateDir,
 		"directory for plinthd's state (config: stateDir)")
+	fs.Var(&f.nodePortAddresses, flagNodePortAddresses,
+		"where the Service proxy's NodePorts listen: primary (the Node's InternalIPs) or comma-separated CIDRs; replaces the files' list (config: proxy.nodePortAddresses)")
 	return f
 }
 
@@ -147,23 +152,44 @@ func (f *Flags) apply(c *Config, set map[string]bool) {
 			c.HealthzBindAddress = f.healthzBindAddress
 		case flagStateDir:
 			c.StateDir = f.stateDir
+		case flagNodePortAddresses:
+			c.Proxy.NodePortAddresses = append([]string{}, f.nodePortAddresses.items...)
 		}
 	}
 }
 
 // flagOfField finds the flag that sets the field a validation error names, such as
-// "nodeLabels[foo]" -> "node-labels".
+// "nodeLabels[foo]" -> "node-labels" or "proxy.nodePortAddresses" ->
+// "nodeport-addresses".
 func flagOfField(path string) string {
+	for fl, fieldName := range fieldOfFlag {
+		if path == fieldName || strings.HasPrefix(path, fieldName+".") || strings.HasPrefix(path, fieldName+"[") {
+			return fl
+		}
+	}
 	top := path
 	if i := strings.IndexAny(path, ".["); i >= 0 {
 		top = path[:i]
 	}
-	for fl, fieldName := range fieldOfFlag {
-		if fieldName == top {
-			return fl
+	return top
+}
+
+// listValue is a comma-separated list flag; the last use wins whole, and an empty
+// value means an empty list.
+type listValue struct {
+	items []string
+}
+
+func (v *listValue) String() string { return strings.Join(v.items, ",") }
+
+func (v *listValue) Set(s string) error {
+	v.items = []string{}
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			v.items = append(v.items, item)
 		}
 	}
-	return top
+	return nil
 }
 
 // labelsValue is the flag.Value of --node-labels: key=value pairs separated by commas,

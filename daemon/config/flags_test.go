@@ -182,6 +182,8 @@ func TestFlagValueErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--lock-file", "relative.lock"}, []string{"flag --lock-file", "lockFile", "absolute"}},
 		{[]string{"--healthz-bind-address", "nope"}, []string{"flag --healthz-bind-address", `"nope"`}},
 		{[]string{"--hostname-override", "Not_A_Name"}, []string{"flag --hostname-override", `"Not_A_Name"`}},
+		{[]string{"--nodeport-addresses", "primary,10.0.0.0/8"}, []string{"flag --nodeport-addresses", "proxy.nodePortAddresses", `"primary,10.0.0.0/8"`}},
+		{[]string{"--nodeport-addresses", "127.0.0.1/32"}, []string{"flag --nodeport-addresses", "loopback"}},
 	}
 	for _, tc := range cases {
 		args := append([]string{"--config", "", "--config-dir", ""}, tc.args...)
@@ -210,7 +212,7 @@ func TestFlagsAreRegistered(t *testing.T) {
 	fs := flag.NewFlagSet("plinthd", flag.ContinueOnError)
 	BindFlags(fs)
 	names := []string{"config", "config-dir", "kubeconfig", "hostname-override", "node-ip", "register-node",
-		"node-labels", "register-with-taints", "lock-file", "healthz-bind-address", "state-dir"}
+		"node-labels", "register-with-taints", "lock-file", "healthz-bind-address", "state-dir", "nodeport-addresses"}
 	for _, n := range names {
 		if fs.Lookup(n) == nil {
 			t.Errorf("flag --%s is not registered", n)
@@ -222,14 +224,19 @@ func TestFlagsAreRegistered(t *testing.T) {
 	if got := fs.Lookup("config-dir").DefValue; got != DefaultConfigDir {
 		t.Errorf("--config-dir default = %q, want %q", got, DefaultConfigDir)
 	}
-	// Every flag that sets a Config field names a real field.
-	fields := jsonFields(reflect.TypeFor[Config]())
+	// Every flag that sets a Config field names a real field (sections by dots).
 	for fl, name := range fieldOfFlag {
 		if fs.Lookup(fl) == nil {
 			t.Errorf("fieldOfFlag has unregistered flag %q", fl)
 		}
-		if _, ok := fields[name]; !ok {
-			t.Errorf("flag --%s maps to unknown field %q", fl, name)
+		typ := reflect.TypeFor[Config]()
+		for _, part := range strings.Split(name, ".") {
+			ft, ok := jsonFields(typ)[part]
+			if !ok {
+				t.Errorf("flag --%s maps to unknown field %q", fl, name)
+				break
+			}
+			typ = ft
 		}
 	}
 }

@@ -54,6 +54,15 @@ var configSeeds = []string{
 	"evictionPressureTransitionPeriod: 0s\nevictionEvaluationInterval: 250ms\n",
 	"evictionEvaluationInterval: 1ms\n",
 	"nodefsPath: /srv/pods\nimagefsPath: images\n",
+	"kubeconfig: /k\nproxy: {enabled: true, nodePortAddresses: [192.0.2.0/24, '::/0'], minSyncPeriod: 2s, syncPeriod: 1m}\n",
+	"proxy: {enabled: null, nodePortAddresses: [primary], healthzBindAddress: ''}\n",
+	"proxy: {nodePortAddresses: [primary, 10.0.0.0/8]}\n",
+	"proxy: {nodePortAddresses: [127.0.0.1/32]}\n",
+	"proxy: {clusterCIDRs: [10.244.0.0/16], serviceCIDRs: [10.96.0.0/12, 'fd00::/108']}\n",
+	"proxy: {minSyncPeriod: 1m, syncPeriod: 1s}\n",
+	"proxy: {enabled: true}\n",
+	"proxy: {Enabled: yes}\n",
+	"proxy: [a]\n",
 }
 
 // FuzzParseFile feeds arbitrary bytes to the file parser. Invariants: no panic; a
@@ -137,7 +146,16 @@ func FuzzMergeFiles(f *testing.F) {
 				// beyond validity, which was checked above.
 			case map[string]any:
 				gotMap, _ := got[k].(map[string]any)
+				isStruct := configFields[k] != nil && configFields[k].Kind() == reflect.Struct
 				for mk, mv := range v {
+					if mv == nil && isStruct {
+						// A section's field set to null is reset to its default,
+						// which is what b alone gives too.
+						if !reflect.DeepEqual(gotMap[mk], want[k].(map[string]any)[mk]) {
+							t.Fatalf("%s.%s = %v after b reset it, want the default %v", k, mk, gotMap[mk], want[k].(map[string]any)[mk])
+						}
+						continue
+					}
 					if mv == nil {
 						if _, present := gotMap[mk]; present {
 							t.Fatalf("%s[%s]: b removed it but the merge kept %v", k, mk, gotMap[mk])
@@ -156,6 +174,9 @@ func FuzzMergeFiles(f *testing.F) {
 		}
 	})
 }
+
+// configFields are Config's fields by JSON name.
+var configFields = jsonFields(reflect.TypeFor[Config]())
 
 // checkAcrossFields checks that Validate of a config whose fields are each valid
 // fails exactly when the cross-field rules do, and that a config it accepts gives the

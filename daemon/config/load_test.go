@@ -400,6 +400,14 @@ evictionEvaluationInterval: 500ms
 nodefsPath: /srv/plinth/pods
 imagefsPath: /srv/images
 podsCgroup: /plinth-pods
+proxy:
+  enabled: true
+  nodePortAddresses: [192.0.2.0/24, "2001:db8::/64"]
+  minSyncPeriod: 2s
+  syncPeriod: 1m
+  healthzBindAddress: 0.0.0.0:10257
+  clusterCIDRs: [10.244.0.0/16]
+  serviceCIDRs: [10.96.0.0/12, "fd00:96::/112"]
 `})
 	c, _ := mustLoadDir(t, dir)
 	want := Config{
@@ -428,6 +436,15 @@ podsCgroup: /plinth-pods
 		NodefsPath:                       "/srv/plinth/pods",
 		ImagefsPath:                      "/srv/images",
 		PodsCgroup:                       "/plinth-pods",
+		Proxy: ProxyConfig{
+			Enabled:            ptrTo(true),
+			NodePortAddresses:  []string{"192.0.2.0/24", "2001:db8::/64"},
+			MinSyncPeriod:      metav1.Duration{Duration: 2 * time.Second},
+			SyncPeriod:         metav1.Duration{Duration: time.Minute},
+			HealthzBindAddress: "0.0.0.0:10257",
+			ClusterCIDRs:       []string{"10.244.0.0/16"},
+			ServiceCIDRs:       []string{"10.96.0.0/12", "fd00:96::/112"},
+		},
 	}
 	want.NodeStatusUpdateFrequency.Duration = 15 * time.Second
 	want.NodeStatusReportFrequency.Duration = time.Minute

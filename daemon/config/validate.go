@@ -62,6 +62,7 @@ func (c Config) validate() field.ErrorList {
 	errs = append(errs, validateReserved(field.NewPath("systemReserved"), c.SystemReserved)...)
 	errs = append(errs, validateReserved(field.NewPath("kubeReserved"), c.KubeReserved)...)
 	errs = append(errs, c.validateEviction()...)
+	errs = append(errs, c.Proxy.validate(field.NewPath("proxy"))...)
 	return errs
 }
 
@@ -113,8 +114,9 @@ func validateCgroupPath(path *field.Path, p string) field.ErrorList {
 // merged configuration (Validate), never file by file: a soft threshold in one drop-in
 // may get its grace period from another.
 func (c Config) validateAcrossFields() field.ErrorList {
-	return pressure.ValidateSoftGracePairs(field.NewPath(pressure.FieldEvictionSoft),
+	errs := pressure.ValidateSoftGracePairs(field.NewPath(pressure.FieldEvictionSoft),
 		field.NewPath(pressure.FieldEvictionSoftGracePeriod), c.EvictionSoft, durations(c.EvictionSoftGracePeriod))
+	return append(errs, c.validateProxyAcrossFields()...)
 }
 
 // Label domains under kubernetes.io that an operator may set on a node; everything

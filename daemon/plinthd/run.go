@@ -27,8 +27,8 @@ import (
 
 // Run runs plinthd with cfg until ctx is done. notifier speaks the systemd notify
 // protocol (a no-op without NOTIFY_SOCKET). configFiles are the files cfg came from,
-// for the log.
-func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier watchdog.Notifier, logger *slog.Logger) (err error) {
+// for the log. backends are the parts main chose (the Service proxy's rule syncer).
+func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier watchdog.Notifier, backends Backends, logger *slog.Logger) (err error) {
 	lock, err := nodelock.Acquire(cfg.LockFile)
 	if err != nil {
 		return err
@@ -108,6 +108,19 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 	agent, err := newNodeAgent(cfg, client, nodeName, pressureSys.manager, registry, logger)
 	if err != nil {
 		return err
+	}
+	svcProxy, err := newServiceProxy(cfg, backends, client, nodeName, registry, logger)
+	if err != nil {
+		return err
+	}
+	if svcProxy != nil {
+		defer svcProxy.close()
+		checker.Register("service-proxy", svcProxy.proxy.Check)
+		wg.Go(func() {
+			if err := svcProxy.proxy.Run(ctx); err != nil {
+				cancel(fmt.Errorf("service proxy: %w", err))
+			}
+		})
 	}
 	checker.Register("node-lease", agent.LeaseAlive)
 	checker.Register("node-status", agent.StatusAlive)

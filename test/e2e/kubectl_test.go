@@ -287,4 +287,33 @@ metadata:
 			t.Fatalf("dependent survived a foreground delete of its owner:\n%s", out)
 		}
 	})
+
+	t.Run("services get endpoint slices and pods without a node get a scheduling verdict", func(t *testing.T) {
+		mustKubectl(t, kc, "create", "service", "clusterip", "shop", "--tcp=80:8080")
+		eventually(t, 30*time.Second, "shop's EndpointSlice", func() (bool, string) {
+			out, err := kubectl(t, kc, "get", "endpointslices", "-l", "kubernetes.io/service-name=shop",
+				"-o", `jsonpath={.items[*].metadata.labels.endpointslice\.kubernetes\.io/managed-by}`)
+			return err == nil && out == "endpointslice-controller.plinth.dev", out
+		})
+		unplaced := `apiVersion: v1
+kind: Pod
+metadata:
+  name: unplaced
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: web
+    image: registry.example/web:1.0
+`
+		mustKubectl(t, kc, "apply", "-f", writeManifest(t, "unplaced.yaml", unplaced))
+		// compat-node has no Ready condition (no node agent runs here), so nothing fits.
+		eventually(t, 30*time.Second, "FailedScheduling in describe pod", func() (bool, string) {
+			out, err := kubectl(t, kc, "describe", "pod", "unplaced")
+			return err == nil && strings.Contains(out, "FailedScheduling") && strings.Contains(out, "0/1 nodes are available"), out
+		})
+		if got := mustKubectl(t, kc, "get", "pod", "unplaced", "-o", `jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}`); got != "Unschedulable" {
+			t.Fatalf("PodScheduled reason %q, want Unschedulable", got)
+		}
+	})
 }

@@ -129,8 +129,10 @@ type Changes struct {
 	// StaleUDPEndpoints are UDP backends removed from a service port: their conntrack
 	// entries must be deleted so the next datagram picks a live endpoint.
 	StaleUDPEndpoints []StaleUDPEndpoint
-	// StaleUDPServiceIPs are UDP service addresses (cluster, external, load-balancer,
-	// and node ports as NodePort) whose service went away or lost all endpoints.
+	// StaleUDPServices are UDP service addresses (cluster, external, load-balancer,
+	// and node ports as NodePort) whose service went away or lost all endpoints, or
+	// that gained their first endpoints (flows set up while nothing was DNATed would
+	// otherwise keep bypassing DNAT).
 	StaleUDPServices []StaleUDPService
 }
 
