@@ -10,7 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
@@ -113,6 +115,29 @@ func nodeTaint(n *corev1.Node, key string, effect corev1.TaintEffect) *corev1.Ta
 	return nil
 }
 
+// serviceEndpoints maps each pod in the Service's EndpointSlices to its ready
+// condition ("true", "false", or "unset").
+func serviceEndpoints(ctx context.Context, client kubernetes.Interface, service string) (map[string]string, error) {
+	slices, err := client.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, sl := range slices.Items {
+		for _, ep := range sl.Endpoints {
+			if ep.TargetRef == nil {
+				continue
+			}
+			ready := "unset"
+			if ep.Conditions.Ready != nil {
+				ready = fmt.Sprint(*ep.Conditions.Ready)
+			}
+			out[ep.TargetRef.Name] = ready
+		}
+	}
+	return out, nil
+}
+
 func podReady(p *corev1.Pod) corev1.ConditionStatus {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -124,8 +149,9 @@ func podReady(p *corev1.Pod) corev1.ConditionStatus {
 
 // TestStoppedNodeIsMarkedTaintedAndDrained runs three plinthd nodes; one is killed. It
 // must be marked Unknown and tainted unreachable (NoExecute), its pods marked not Ready
-// and, after their 8 s toleration and not before, deleted with DisruptionTarget set;
-// pods on the two healthy nodes stay.
+// (and so not ready in their Service's EndpointSlice) and, after their 8 s toleration
+// and not before, deleted with DisruptionTarget set; pods on the two healthy nodes stay
+// ready endpoints.
 func TestStoppedNodeIsMarkedTaintedAndDrained(t *testing.T) {
 	c := startControl(t, "--node-monitor-period", monitorPeriod.String(),
 		"--node-monitor-grace-period", gracePeriod.String(), "--node-startup-grace-period", "8s",
@@ -165,6 +191,27 @@ func TestStoppedNodeIsMarkedTaintedAndDrained(t *testing.T) {
 		}
 	}
 
+	_, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-failover"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "e2e-failover"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Service's EndpointSlice lists the three pods ready", func() (bool, string) {
+		eps, err := serviceEndpoints(ctx, client, "e2e-failover")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, name := range names {
+			if eps["pod-on-"+name] != "true" {
+				return false, fmt.Sprint(eps)
+			}
+		}
+		return true, ""
+	})
+
 	victim := nodes["e2e-fail-c"]
 	victim.proc.kill(syscall.SIGKILL)
 	killed := time.Now()
@@ -201,6 +248,16 @@ func TestStoppedNodeIsMarkedTaintedAndDrained(t *testing.T) {
 		}
 	}
 
+	// Before its toleration runs out, the pod is still listed, but not ready; the
+	// others stay ready.
+	eventually(t, podToleration, "the stopped node's pod not ready in the Service's EndpointSlice", func() (bool, string) {
+		eps, err := serviceEndpoints(ctx, client, "e2e-failover")
+		if err != nil {
+			return false, err.Error()
+		}
+		return eps[victimPod] == "false" && eps["pod-on-e2e-fail-a"] == "true" && eps["pod-on-e2e-fail-b"] == "true", fmt.Sprint(eps)
+	})
+
 	// timeAdded has whole seconds and is rounded down, so it is at most the real time
 	// and "deleted at least podToleration after it" can only be stricter than the rule.
 	deleted := time.Time{}
@@ -220,6 +277,15 @@ func TestStoppedNodeIsMarkedTaintedAndDrained(t *testing.T) {
 	if !timeline.markedDisruptionTarget(victimPod) {
 		t.Errorf("pod %s was deleted without the DisruptionTarget condition", victimPod)
 	}
+
+	eventually(t, 10*time.Second, "the deleted pod gone from the EndpointSlice, the others ready", func() (bool, string) {
+		eps, err := serviceEndpoints(ctx, client, "e2e-failover")
+		if err != nil {
+			return false, err.Error()
+		}
+		_, listed := eps[victimPod]
+		return !listed && len(eps) == 2 && eps["pod-on-e2e-fail-a"] == "true" && eps["pod-on-e2e-fail-b"] == "true", fmt.Sprint(eps)
+	})
 
 	// The healthy nodes and their pods are untouched. Another toleration's worth of
 	// time has passed since the victim's pod went, so a wrongful eviction would show.
