@@ -19,9 +19,15 @@ import (
 	"github.com/plinth/plinth/control/storage"
 )
 
-// leaderLeaseDuration is plinth-control's default --leader-elect-lease-duration, which
-// the test keeps: the takeover bound is the feature.
-const leaderLeaseDuration = 15 * time.Second
+// The leader election timings are plinth-control's defaults, which the test keeps: the
+// takeover bound is the feature. A follower counts the lease duration from when it last
+// saw the record change, and looks every retry period (jittered by up to 20 %), so it
+// takes over up to two retry periods after the lease duration has run from the kill.
+const (
+	leaderLeaseDuration = 15 * time.Second
+	leaderRetryPeriod   = 2 * time.Second
+	takeoverBound       = leaderLeaseDuration + 2*leaderRetryPeriod*6/5
+)
 
 // replicaMetric reads one unlabelled sample from a replica's own /metrics; "" when the
 // metric is absent (a replica registers its controllers' metrics only while leading).
@@ -52,7 +58,7 @@ func leaderLease(ctx context.Context, t *testing.T, client kubernetes.Interface)
 // TestLeaderKilledOtherReplicaTakesOver runs two plinth-control processes on one etcd
 // (served by the test process, so that killing a replica does not kill the store). The
 // leader is killed with SIGKILL: the other replica must take over within the lease
-// duration, and nothing the loops did may be done again: a node the old leader marked
+// duration plus the follower's retry periods (takeoverBound, with headroom), and nothing the loops did may be done again: a node the old leader marked
 // Unknown and tainted keeps its one NodeNotReady event and its NoExecute taint's
 // timeAdded (re-tainting would restart its pods' toleration clocks). While both run,
 // never do both run the control loops.
@@ -156,12 +162,12 @@ func TestLeaderKilledOtherReplicaTakesOver(t *testing.T) {
 		t.Fatal("no sample of both replicas' leadership was taken")
 	}
 	a.control.kill(syscall.SIGKILL)
-	took := eventually(t, leaderLeaseDuration+10*time.Second, "replica B leading", func() (bool, string) {
+	took := eventually(t, takeoverBound+10*time.Second, "replica B leading", func() (bool, string) {
 		v, err := replicaMetric(ctx, client, "plinth_leader_election_master_status")
 		return v == "1", fmt.Sprint(v, err)
 	})
-	t.Logf("replica B leads %s after replica A was killed (lease duration %s); %d leadership samples before, never both",
-		took.Round(100*time.Millisecond), leaderLeaseDuration, samples)
+	t.Logf("replica B leads %s after replica A was killed (lease duration %s, bound %s); %d leadership samples before, never both",
+		took.Round(100*time.Millisecond), leaderLeaseDuration, takeoverBound, samples)
 	after := leaderLease(ctx, t, client)
 	if *after.Spec.HolderIdentity == *before.Spec.HolderIdentity {
 		t.Fatalf("leader Lease still held by %s", *after.Spec.HolderIdentity)
