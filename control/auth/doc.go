@@ -4,7 +4,9 @@
 //     (CertificateAuthenticator) and bootstrap tokens (TokenAuthenticator, backed by
 //     TokenStore, which keeps tokens in etcd with only a hash of their secret);
 //   - authorization (Authorizer): system:masters may do anything, nodes what kubelet's
-//     node authorizer allows, bootstrappers only the join endpoint and discovery;
+//     node authorizer allows (Secrets and ConfigMaps only as far as pods bound to the
+//     node use them, looked up through NodePods at each request), bootstrappers only
+//     the join endpoint and discovery;
 //   - admission (NodeRestriction): a node may write only its own Node and Lease, the
 //     status of pods bound to it and events about itself, and may not set labels under
 //     node-restriction.kubernetes.io/ nor change its taints;

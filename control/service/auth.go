@@ -27,7 +27,7 @@ const tokenGCInterval = time.Minute
 // handler beside it so both admit exactly the same users.
 type authWiring struct {
 	authenticators []apiserver.Authenticator
-	authorizer     apiserver.Authorizer
+	authorizer     *auth.Authorizer
 	admission      *auth.NodeRestriction
 	tokens         *auth.TokenStore
 	handler        *auth.Handler
@@ -39,7 +39,7 @@ func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, logge
 		// Certificates first: a client presenting both a certificate and a token is
 		// the certificate's user.
 		authenticators: []apiserver.Authenticator{auth.CertificateAuthenticator{}, auth.TokenAuthenticator{Tokens: tokens}},
-		authorizer:     auth.Authorizer{},
+		authorizer:     &auth.Authorizer{},
 		admission:      &auth.NodeRestriction{},
 		tokens:         tokens,
 	}
@@ -54,12 +54,14 @@ func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, logge
 	return w, nil
 }
 
-// bindPods lets NodeRestriction look up the pods that nodes' events are about, once
-// the API server (which reads them) exists. Without a pods resource, nodes may not
-// write events about pods.
+// bindPods lets NodeRestriction look up the pods that nodes' events are about, and the
+// authorizer the pods bound to a node (whose Secrets and ConfigMaps it may read), once
+// the API server (which reads them) exists and before it serves. Without a pods
+// resource, nodes may not write events about pods nor read Secrets and ConfigMaps.
 func (w *authWiring) bindPods(api *apiserver.Server, reg *apiserver.Registry) {
 	if pods, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "pods"); ok {
 		w.admission.Pods = auth.ObjectsPodGetter(api.Objects(pods))
+		w.authorizer.Pods = auth.ObjectsNodePods(api.Objects(pods))
 	}
 }
 
