@@ -29,8 +29,12 @@ import (
 // Writes whose target is not in the URL (creates) are allowed here and checked with
 // the object by NodeRestriction.
 type Authorizer struct {
-	// Pods finds the pods bound to a node; nil refuses nodes every Secret and ConfigMap.
+	// Pods finds the pods bound to a node, and may be a cache that lags (PodIndex);
+	// nil refuses nodes every Secret and ConfigMap.
 	Pods NodePods
+	// LivePods, when set, is asked when Pods finds no pod referencing the object, so a
+	// pod bound a moment ago counts before a cache sees it (ObjectsNodePods).
+	LivePods NodePods
 }
 
 var _ apiserver.Authorizer = Authorizer{}

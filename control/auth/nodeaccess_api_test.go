@@ -162,3 +162,78 @@ func TestNodeSecretAccessThroughTheAPI(t *testing.T) {
 		t.Fatalf("node A gets the configmap after its pods are gone: %v, want Forbidden", err)
 	}
 }
+
+// TestPodIndexThroughTheAPI runs the authorizer as the control service does: the pod
+// cache first, live pods when it finds none. A new binding counts at once; a deleted
+// pod's access ends once the cache sees the deletion, which must take well under the
+// generous bound here.
+func TestPodIndexThroughTheAPI(t *testing.T) {
+	authz := &auth.Authorizer{}
+	s := apitest.Start(t, apitest.Options{
+		Authenticators: []apiserver.Authenticator{headerAuthenticator{}},
+		Authorizer:     authz,
+		Bind: func(api *apiserver.Server, reg *apiserver.Registry) {
+			pods, _ := reg.Lookup(schema.GroupVersion{Version: "v1"}, "pods")
+			authz.LivePods = auth.ObjectsNodePods(api.Objects(pods))
+		},
+	})
+	index, err := auth.NewPodIndex(s.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz.Pods = index // before any node request: the server reads it from here on
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); index.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	admin := s.Client
+	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "pull"}, StringData: map[string]string{"k": "v"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{
+		NodeName: "node-a", ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
+		Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodeA := nodeClient(t, s, "node-a").CoreV1()
+	if _, err := nodeA.Secrets("default").Get(ctx, "pull", metav1.GetOptions{}); err != nil {
+		t.Fatalf("node A gets the secret of its pod right after binding: %v", err)
+	}
+
+	// Once the cache holds the pod, the cache alone grants the read.
+	waitFor(t, 10*time.Second, "the pod in the cache", func() bool {
+		pods, _ := index.PodsOnNode(ctx, "default", "node-a")
+		return len(pods) == 1
+	})
+	cacheOnly := auth.Authorizer{Pods: index}
+	a := apiserver.Attributes{User: apiserver.User{Name: "system:node:node-a", Groups: []string{"system:nodes"}},
+		Verb: "get", Resource: "secrets", Namespace: "default", Name: "pull"}
+	if ok, reason := cacheOnly.Authorize(ctx, a); !ok {
+		t.Fatalf("the cache alone refuses: %s", reason)
+	}
+
+	zero := int64(0)
+	if err := admin.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "node A refused the secret of its deleted pod", func() bool {
+		_, err := nodeA.Secrets("default").Get(ctx, "pull", metav1.GetOptions{})
+		return apierrors.IsForbidden(err)
+	})
+}
+
+// waitFor polls cond every 20 ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -121,8 +121,9 @@ func visitPodReferences(pod *corev1.Pod, visit func(referenceKind, string)) {
 // authorizeReferenced lets a node get a Secret or ConfigMap that a pod bound to it
 // references, and list or watch it alone (fieldSelector=metadata.name=NAME, which the
 // API server turns into the request's name), as kubelet's per-object watches do. The
-// pods are read at each request, so the answer follows bindings and deletions at once.
-// An open watch was authorized when it started and runs until it ends (client-go's
+// pods come from Pods (a cache) and, when it finds none referencing the object, from
+// LivePods, so a new binding counts at once and a deletion as soon as the cache sees
+// it. An open watch was authorized when it started and runs until it ends (client-go's
 // reflectors end theirs after 5 to 10 minutes).
 func (z Authorizer) authorizeReferenced(ctx context.Context, node string, kind referenceKind, a apiserver.Attributes) (bool, string) {
 	switch a.Verb {
@@ -133,16 +134,21 @@ func (z Authorizer) authorizeReferenced(ctx context.Context, node string, kind r
 	if a.Name == "" || a.Namespace == "" {
 		return false, fmt.Sprintf("node %s may only read single %ss in a namespace (a get, or a list or watch with fieldSelector=metadata.name=NAME) that its pods use", node, kind)
 	}
-	if z.Pods == nil {
+	if z.Pods == nil && z.LivePods == nil {
 		return false, fmt.Sprintf("node %s may not read %ss here: the control service cannot look up its pods", node, kind)
 	}
-	pods, err := z.Pods.PodsOnNode(ctx, a.Namespace, node)
-	if err != nil {
-		return false, fmt.Sprintf("looking up the pods of node %s in %s to authorize reading %s %s: %v", node, a.Namespace, kind, a.Name, err)
-	}
-	for _, pod := range pods {
-		if podReferences(pod, kind, a.Name) {
-			return true, ""
+	for _, source := range []NodePods{z.Pods, z.LivePods} {
+		if source == nil {
+			continue
+		}
+		pods, err := source.PodsOnNode(ctx, a.Namespace, node)
+		if err != nil {
+			return false, fmt.Sprintf("looking up the pods of node %s in %s to authorize reading %s %s: %v", node, a.Namespace, kind, a.Name, err)
+		}
+		for _, pod := range pods {
+			if podReferences(pod, kind, a.Name) {
+				return true, ""
+			}
 		}
 	}
 	return false, fmt.Sprintf("no pod bound to node %s references %s %s/%s", node, kind, a.Namespace, a.Name)

@@ -150,3 +150,52 @@ func TestNodeReadsOnlyReferencedSecretsAndConfigMaps(t *testing.T) {
 		t.Fatalf("lookup failure: allowed %v, reason %q", allowed, reason)
 	}
 }
+
+// The cache is asked first; the live pods only when the cache finds no referencing pod.
+func TestCachedPodsFallBackToLivePods(t *testing.T) {
+	ref := corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}}
+	get := res(nodeA, "get", "", "secrets", "", "default", "pull")
+	for _, tc := range []struct {
+		name        string
+		cache, live []*corev1.Pod
+		liveErr     error
+		allow       bool
+	}{
+		{"bound a moment ago: only live has it", nil, []*corev1.Pod{boundPod("default", "p", "node-a", ref)}, nil, true},
+		{"cached: live is not asked", []*corev1.Pod{boundPod("default", "p", "node-a", ref)}, nil, errors.New("live must not be asked"), true},
+		{"in neither", nil, nil, nil, false},
+		{"cache has another node's pod", []*corev1.Pod{boundPod("default", "p", "node-b", ref)}, nil, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			z := Authorizer{Pods: &fakeNodePods{pods: tc.cache}, LivePods: &fakeNodePods{pods: tc.live, err: tc.liveErr}}
+			if allowed, reason := z.Authorize(context.Background(), get); allowed != tc.allow {
+				t.Fatalf("allowed %v (%q), want %v", allowed, reason, tc.allow)
+			}
+		})
+	}
+	// Only live pods (no cache) works too.
+	z := Authorizer{LivePods: &fakeNodePods{pods: []*corev1.Pod{boundPod("default", "p", "node-a", ref)}}}
+	if allowed, reason := z.Authorize(context.Background(), get); !allowed {
+		t.Fatalf("live pods alone: %s", reason)
+	}
+}
+
+func TestReferencesOnlyKeepsEveryReference(t *testing.T) {
+	full := boundPod("default", "p", "node-a", everyReference())
+	full.Status.Phase = corev1.PodRunning
+	full.Spec.Containers[0].Image = "registry.example/big:1"
+	out, err := referencesOnly(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := out.(*corev1.Pod)
+	var want, got []string
+	visitPodReferences(full, func(k referenceKind, n string) { want = append(want, k.String()+"/"+n) })
+	visitPodReferences(slim, func(k referenceKind, n string) { got = append(got, k.String()+"/"+n) })
+	if strings.Join(got, ",") != strings.Join(want, ",") || len(want) != 11 {
+		t.Fatalf("references after slimming %v, want %v", got, want)
+	}
+	if slim.Status.Phase != "" || slim.Spec.Containers[0].Image != "" || slim.Spec.NodeName != "node-a" || slim.Namespace != "default" {
+		t.Fatalf("slim pod keeps too much or too little: %+v", slim)
+	}
+}
