@@ -386,6 +386,49 @@ spec:
 		}
 	})
 
+	t.Run("a node reads only the secrets its pods use", func(t *testing.T) {
+		nodeKC := c.nodeKubeconfig(t, "compat-node")
+		if _, err := kubectl(t, nodeKC, "get", "secret", "pull"); err == nil || !strings.Contains(err.Error(), "no pod bound to node compat-node references secret default/pull") {
+			t.Fatalf("node get of a secret no pod of it uses: %v", err)
+		}
+		puller := `apiVersion: v1
+kind: Pod
+metadata:
+  name: puller
+  namespace: default
+spec:
+  nodeName: compat-node
+  terminationGracePeriodSeconds: 0
+  imagePullSecrets:
+  - name: pull
+  containers:
+  - name: app
+    image: registry.example:5000/app:1
+    envFrom:
+    - configMapRef:
+        name: settings
+`
+		mustKubectl(t, kc, "apply", "-f", writeManifest(t, "puller.yaml", puller))
+		// At once: the authorizer reads the pods live when its cache has not seen the pod.
+		if got := mustKubectl(t, nodeKC, "get", "secret", "pull", "-o", "name"); strings.TrimSpace(got) != "secret/pull" {
+			t.Fatalf("node get of its pod's pull secret: %q", got)
+		}
+		if got := mustKubectl(t, nodeKC, "get", "cm", "settings", "-o", "name"); strings.TrimSpace(got) != "configmap/settings" {
+			t.Fatalf("node get of its pod's configmap: %q", got)
+		}
+		if _, err := kubectl(t, nodeKC, "get", "secrets"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+			t.Fatalf("node list of all secrets: %v", err)
+		}
+		if _, err := kubectl(t, nodeKC, "delete", "secret", "pull"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+			t.Fatalf("node delete of its pod's secret: %v", err)
+		}
+		mustKubectl(t, kc, "delete", "pod", "puller", "--grace-period=0", "--force")
+		took := eventually(t, 5*time.Second, "the node refused the secret of its deleted pod", func() (bool, string) {
+			out, err := kubectl(t, nodeKC, "get", "secret", "pull")
+			return err != nil && strings.Contains(err.Error(), "Forbidden"), out
+		})
+		t.Logf("access ended %v after the pod's deletion (kubectl's own start-up included)", took)
+	})
 }
 
 // writeKeyPair writes a self-signed certificate and its key, as PEM files, for kubectl
