@@ -294,3 +294,29 @@ func TestSecretAndConfigMapGets(t *testing.T) {
 		t.Fatalf("Get of a ConfigMap in the wrong namespace: %v, want NotFound", err)
 	}
 }
+
+func TestPullSecrets(t *testing.T) {
+	c, admin := startAPI(t)
+	ctx := testContext(t)
+	for _, name := range []string{"first", "second"} {
+		if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeDockerConfigJson,
+			StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := testPod("default", "p", "node-a")
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "second"}, {Name: "missing"}, {Name: ""}, {Name: "first"}}
+	secrets, errs := nodeclient.PullSecrets(ctx, c, pod)
+	var names []string
+	for _, s := range secrets {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "second,first" {
+		t.Fatalf("pull secrets %v, want second,first in the pod's order", names)
+	}
+	if len(errs) != 1 || !apierrors.IsNotFound(errs[0]) || !strings.Contains(errs[0].Error(), `spec.imagePullSecrets[1] "missing"`) {
+		t.Fatalf("errors %v, want one NotFound naming spec.imagePullSecrets[1]", errs)
+	}
+}
