@@ -69,7 +69,7 @@ func TestAuthorizer(t *testing.T) {
 		{"node patches events.k8s.io events", res(nodeA, "patch", "events.k8s.io", "events", "", "default", "e"), true, ""},
 		{"node may not delete events", res(nodeA, "delete", "", "events", "", "default", "e"), false, "nodes may not delete events"},
 		{"node may not write services", res(nodeA, "update", "", "services", "", "default", "s"), false, "nodes may not update services"},
-		{"node may not read secrets", res(nodeA, "get", "", "secrets", "", "default", "s"), false, "nodes may not get secrets"},
+		{"without pods to look at, node may not read secrets", res(nodeA, "get", "", "secrets", "", "default", "s"), false, "cannot look up its pods"},
 		{"node renews its certificate", res(nodeA, "create", "plinth.dev", "nodecertificaterequests", "", "", ""), true, ""},
 		{"node may not create tokens", res(nodeA, "create", "plinth.dev", "bootstraptokens", "", "", ""), false, "bootstraptokens.plinth.dev"},
 

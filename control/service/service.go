@@ -130,6 +130,10 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		ln.Close()
 		return err
 	}
+	if err := authn.bindPodIndex(loopback); err != nil {
+		ln.Close()
+		return err
+	}
 
 	// One identity names this replica in the leader Lease and in its identity Lease.
 	hostname, err := os.Hostname()
@@ -187,6 +191,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return nil
 	})
 	g.Go(func() error { authn.runTokenGC(gctx); return nil })
+	g.Go(func() error { authn.runPodIndex(gctx); return nil })
 	g.Go(func() error {
 		select {
 		case err := <-etcdErrs:

@@ -30,6 +30,10 @@ type Interface interface {
 	Events(namespace string) EventClient
 	Services(namespace string) ServiceClient
 	EndpointSlices(namespace string) EndpointSliceClient
+	// Secrets and ConfigMaps in namespace, which a node may read only while a pod bound
+	// to it references them (image pull secrets, volumes, env).
+	Secrets(namespace string) SecretClient
+	ConfigMaps(namespace string) ConfigMapClient
 }
 
 // NodeClient reads and writes Nodes; Patch with the subresource "status" patches status.
@@ -81,6 +85,16 @@ type ServiceClient interface {
 type EndpointSliceClient interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// SecretClient reads one Secret.
+type SecretClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
+}
+
+// ConfigMapClient reads one ConfigMap.
+type ConfigMapClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
 }
 
 // Client is the Interface over HTTP.
@@ -198,6 +212,24 @@ func (c *Client) EndpointSlices(namespace string) EndpointSliceClient {
 		client: c.discovery, params: c.params, name: "endpointslices", namespace: namespace,
 		newObject: func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} },
 		newList:   func() *discoveryv1.EndpointSliceList { return &discoveryv1.EndpointSliceList{} },
+	}
+}
+
+// Secrets implements Interface.
+func (c *Client) Secrets(namespace string) SecretClient {
+	return resource[*corev1.Secret, *corev1.SecretList]{
+		client: c.core, params: c.params, name: "secrets", namespace: namespace,
+		newObject: func() *corev1.Secret { return &corev1.Secret{} },
+		newList:   func() *corev1.SecretList { return &corev1.SecretList{} },
+	}
+}
+
+// ConfigMaps implements Interface.
+func (c *Client) ConfigMaps(namespace string) ConfigMapClient {
+	return resource[*corev1.ConfigMap, *corev1.ConfigMapList]{
+		client: c.core, params: c.params, name: "configmaps", namespace: namespace,
+		newObject: func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
+		newList:   func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
 	}
 }
 
