@@ -132,9 +132,6 @@ func (m *MirrorPods) Run(ctx context.Context) error {
 		} else {
 			retry = 0
 		}
-		if m.afterSync != nil {
-			m.afterSync(err)
-		}
 		if !timer.Stop() {
 			select { // drain a fire that raced with the wake-up
 			case <-timer.C():
@@ -142,6 +139,9 @@ func (m *MirrorPods) Run(ctx context.Context) error {
 			}
 		}
 		timer.Reset(next)
+		if m.afterSync != nil {
+			m.afterSync(err)
+		}
 	}
 }
 
@@ -163,6 +163,9 @@ func (m *MirrorPods) Sync(ctx context.Context) error {
 	existing := map[string]*corev1.Pod{}
 	for i := range list.Items {
 		p := &list.Items[i]
+		if p.Spec.NodeName != m.cfg.NodeName {
+			continue // a server that ignored the field selector
+		}
 		existing[p.Namespace+"/"+p.Name] = p
 	}
 	var errs []error
