@@ -54,8 +54,9 @@ type SourceConfig struct {
 	CheckFrequency time.Duration
 	// OnUpdate receives the full desired set of static pods, sorted by namespace and
 	// name, after the first read and after every read that changed it. It is called
-	// from Run's goroutine, one call at a time, and should return quickly; the pods are
-	// the consumer's and are not touched again by the Source.
+	// from Run's goroutine, one call at a time, and should return quickly. The Source
+	// never touches the pods again; they are read-only for the consumers it fans out to
+	// (the runtime and MirrorPods share them).
 	OnUpdate func(pods []*corev1.Pod)
 	// Events, when set, receives a Warning Event about the Node for each manifest that
 	// turns invalid (once per distinct error, not at every re-read).
