@@ -402,6 +402,13 @@ evictionEvaluationInterval: 500ms
 nodefsPath: /srv/plinth/pods
 imagefsPath: /srv/images
 podsCgroup: /plinth-pods
+minimumContainerTTLDuration: 30s
+maximumDeadContainersPerContainer: 2
+maximumDeadContainers: 100
+imageGCHighThresholdPercent: 90
+imageGCLowThresholdPercent: 70
+imageMinimumGCAge: 5m
+imageMaximumGCAge: 168h
 staticPodPath: /srv/manifests
 fileCheckFrequency: 1m
 proxy:
@@ -440,8 +447,17 @@ proxy:
 		NodefsPath:                       "/srv/plinth/pods",
 		ImagefsPath:                      "/srv/images",
 		PodsCgroup:                       "/plinth-pods",
-		StaticPodPath:                    "/srv/manifests",
-		FileCheckFrequency:               metav1.Duration{Duration: time.Minute},
+
+		MinimumContainerTTLDuration:       metav1.Duration{Duration: 30 * time.Second},
+		MaximumDeadContainersPerContainer: 2,
+		MaximumDeadContainers:             100,
+		ImageGCHighThresholdPercent:       90,
+		ImageGCLowThresholdPercent:        70,
+		ImageMinimumGCAge:                 metav1.Duration{Duration: 5 * time.Minute},
+		ImageMaximumGCAge:                 metav1.Duration{Duration: 168 * time.Hour},
+
+		StaticPodPath:      "/srv/manifests",
+		FileCheckFrequency: metav1.Duration{Duration: time.Minute},
 		Proxy: ProxyConfig{
 			Enabled:            ptrTo(true),
 			NodePortAddresses:  []string{"192.0.2.0/24", "2001:db8::/64"},

@@ -62,6 +62,7 @@ func (c Config) validate() field.ErrorList {
 	errs = append(errs, validateReserved(field.NewPath("systemReserved"), c.SystemReserved)...)
 	errs = append(errs, validateReserved(field.NewPath("kubeReserved"), c.KubeReserved)...)
 	errs = append(errs, c.validateEviction()...)
+	errs = append(errs, c.validateGC()...)
 	if c.StaticPodPath != "" {
 		errs = append(errs, validateAbsPath(field.NewPath("staticPodPath"), c.StaticPodPath)...)
 	}
@@ -127,6 +128,7 @@ func validateCgroupPath(path *field.Path, p string) field.ErrorList {
 func (c Config) validateAcrossFields() field.ErrorList {
 	errs := pressure.ValidateSoftGracePairs(field.NewPath(pressure.FieldEvictionSoft),
 		field.NewPath(pressure.FieldEvictionSoftGracePeriod), c.EvictionSoft, durations(c.EvictionSoftGracePeriod))
+	errs = append(errs, c.validateGCAcrossFields()...)
 	return append(errs, c.validateProxyAcrossFields()...)
 }
 
