@@ -235,15 +235,9 @@ func applyDefaults(pod *corev1.Pod, file, node string) error {
 func IsStaticPod(pod *corev1.Pod) bool { return pod.Annotations[AnnotationConfigSource] == SourceFile }
 
 // IsMirrorPod reports whether pod is a mirror pod: the API's view of a static pod,
-// which the runtime must not run (it runs the static pod itself).
+// which the runtime must not run (it runs the static pod itself). Whether a static or
+// mirror pod is critical is daemon/pressure's IsCritical (both always are).
 func IsMirrorPod(pod *corev1.Pod) bool {
 	_, ok := pod.Annotations[AnnotationConfigMirror]
 	return ok
-}
-
-// IsCriticalPod reports whether pod is critical as kubelet counts it: a static or
-// mirror pod, or one whose priority is at least system-cluster-critical's.
-func IsCriticalPod(pod *corev1.Pod) bool {
-	return IsStaticPod(pod) || IsMirrorPod(pod) ||
-		(pod.Spec.Priority != nil && *pod.Spec.Priority >= criticalPriorities["system-cluster-critical"])
 }

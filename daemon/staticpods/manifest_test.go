@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plinth/plinth/daemon/pressure"
 )
 
 const etcdYAML = `apiVersion: v1
@@ -127,7 +129,7 @@ func TestApplyDefaults(t *testing.T) {
 	if len(pod.UID) != 32 || pod.Annotations[AnnotationConfigHash] != string(pod.UID) || pod.Annotations[AnnotationConfigSource] != "file" {
 		t.Errorf("uid %q annotations %v, want a 32-hex UID equal to config.hash and config.source file", pod.UID, pod.Annotations)
 	}
-	if p := pod.Spec.Priority; p == nil || *p != 2000001000 || !IsCriticalPod(pod) {
+	if p := pod.Spec.Priority; p == nil || *p != 2000001000 || !pressure.IsCritical(pod) {
 		t.Errorf("priority %v, want system-node-critical's 2000001000", p)
 	}
 	tolerates := false
@@ -139,6 +141,11 @@ func TestApplyDefaults(t *testing.T) {
 	}
 	if !IsStaticPod(pod) || IsMirrorPod(pod) {
 		t.Error("a defaulted file pod must be static and not a mirror")
+	}
+	// Eviction and node admission count static pods as critical whatever their
+	// priority, by the annotations set here.
+	if web := decodeDefaulted(t, "/m/web.json", "node-a", webJSON); !pressure.IsCritical(web) {
+		t.Error("daemon/pressure does not see a static pod without a priority class as critical")
 	}
 	web := decodeDefaulted(t, "/m/web.json", "node-a", webJSON)
 	if web.Namespace != "default" || web.Spec.Priority != nil {
