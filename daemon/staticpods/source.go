@@ -85,6 +85,7 @@ type Source struct {
 	emitted   bool
 	lastUIDs  []types.UID
 	dirMissed bool // the directory was missing at the last read (said once)
+	eventSeq  int
 }
 
 // NewSource checks cfg and returns a Source; Run starts it.
@@ -270,6 +271,11 @@ func (s *Source) readDir() ([]manifestResult, error) {
 		if !info.Mode().IsRegular() {
 			continue // kubelet does not descend into directories either
 		}
+		if info.Size() == 0 {
+			// Being written (created, not yet filled: IN_CREATE comes first), or
+			// emptied on purpose: either way no pod, and nothing to complain about.
+			continue
+		}
 		pod, err := s.load(file)
 		out = append(out, manifestResult{file: file, pod: pod, err: err})
 	}
@@ -342,9 +348,12 @@ func (s *Source) postEvent(ctx context.Context, message string) {
 	now := s.cfg.Clock.Now()
 	t := metav1.NewTime(now)
 	node := s.cfg.NodeName
+	s.eventSeq++
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s.%x", node, now.UnixNano()),
+			// client-go's recorder names events <object>.<time in hex>; the sequence
+			// keeps two errors found in one read apart.
+			Name:      fmt.Sprintf("%s.%x.%d", node, now.UnixNano(), s.eventSeq),
 			Namespace: metav1.NamespaceDefault,
 		},
 		InvolvedObject:      corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)},

@@ -33,6 +33,16 @@ func (r *recordedEvents) Create(_ context.Context, ev *corev1.Event) error {
 	return nil
 }
 
+func (r *recordedEvents) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
 func (r *recordedEvents) messages() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -155,6 +165,8 @@ func TestSourceReadsManifests(t *testing.T) {
 	must(os.WriteFile(filepath.Join(dir, "web.json"), []byte(webJSON), 0o644))
 	must(os.WriteFile(filepath.Join(dir, ".web.json.swp"), []byte("garbage"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "web.json~"), []byte("garbage"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "being-written.yaml"), nil, 0o644))
+	must(os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("apiVersion: v1\nkind: Pod\n"), 0o644))
 	must(os.Mkdir(filepath.Join(dir, "old"), 0o755))
 	must(os.WriteFile(filepath.Join(dir, "old", "x.yaml"), []byte(etcdYAML), 0o644))
 	must(os.Symlink(filepath.Join(dir, "old", "x.yaml"), filepath.Join(dir, "linked.yaml")))
@@ -170,11 +182,18 @@ func TestSourceReadsManifests(t *testing.T) {
 			t.Errorf("%s config.seen %q, want the first read's time", p.Name, p.Annotations[AnnotationConfigSeen])
 		}
 	}
-	if msgs := h.events.messages(); len(msgs) != 1 || !strings.Contains(msgs[0], "linked.yaml: pod kube-system/etcd-node-a is already defined by "+filepath.Join(dir, "etcd.yaml")) {
-		t.Errorf("events %q, want one about the duplicate name in linked.yaml", msgs)
+	// An empty file is no pod and no error; broken.yaml and the duplicate are errors,
+	// each in its own Event.
+	msgs := h.events.messages()
+	if len(msgs) != 2 || !strings.Contains(msgs[0], "broken.yaml: [metadata.name: Required value") ||
+		!strings.Contains(msgs[1], "linked.yaml: pod kube-system/etcd-node-a is already defined by "+filepath.Join(dir, "etcd.yaml")) {
+		t.Errorf("events %q, want one about broken.yaml and one about the duplicate name in linked.yaml", msgs)
 	}
-	if v := h.metric("plinth_static_pod_manifests_invalid"); v != 1 {
-		t.Errorf("invalid manifests gauge %v, want 1", v)
+	if names := h.events.names(); len(names) != 2 || names[0] == names[1] {
+		t.Errorf("event names %v, want two distinct", names)
+	}
+	if v := h.metric("plinth_static_pod_manifests_invalid"); v != 2 {
+		t.Errorf("invalid manifests gauge %v, want 2", v)
 	}
 }
 

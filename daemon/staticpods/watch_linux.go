@@ -13,17 +13,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// inotifyWatcher signals changes in one directory: files created, written, closed
-// after writing, renamed in or out, deleted, or their attributes changed. Events are
-// coalesced into one pending signal, since every change leads to a full re-read. The
-// channel closes when the watch ends (the directory was deleted or moved away).
+// inotifyWatcher signals changes in one directory: files created (symbolic links make
+// no other event), closed after writing, renamed in or out, deleted, or their
+// attributes changed. Plain writes (IN_MODIFY) are left out: a manifest is read once
+// its writer closes it, not while a large one is half written. Events are coalesced
+// into one pending signal, since every change leads to a full re-read. The channel
+// closes when the watch ends (the directory was deleted or moved away).
 type inotifyWatcher struct {
 	file   *os.File
 	events chan struct{}
 	done   sync.WaitGroup
 }
 
-const watchMask = unix.IN_CREATE | unix.IN_CLOSE_WRITE | unix.IN_MODIFY | unix.IN_MOVED_FROM |
+const watchMask = unix.IN_CREATE | unix.IN_CLOSE_WRITE | unix.IN_MOVED_FROM |
 	unix.IN_MOVED_TO | unix.IN_DELETE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
 	unix.IN_ONLYDIR
 
