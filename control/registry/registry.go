@@ -78,6 +78,8 @@ func Resources(cfg Config) ([]*apiserver.Resource, error) {
 		Events(cfg.EventTTL),
 		Leases(),
 		EndpointSlices(),
+		Secrets(),
+		ConfigMaps(),
 	}, nil
 }
 
