@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/plinth/plinth/daemon/pods/runc"
 	"github.com/plinth/plinth/daemon/proxy"
 	"github.com/plinth/plinth/daemon/seccomp"
+	"github.com/plinth/plinth/daemon/staticpods"
 	"github.com/plinth/plinth/internal/version"
 	"github.com/plinth/plinth/kernel/cgroup"
 )
@@ -183,12 +185,18 @@ func shimPath(configured string) (string, error) {
 // removes the containers of pods deleted while plinthd was down after the first full
 // list.
 func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	changed := make(chan struct{}, 1)
 	poke := func() {
 		select {
 		case changed <- struct{}{}:
 		default:
 		}
+	}
+	static, err := r.startStaticPods(ctx, poke, &wg)
+	if err != nil {
+		r.logger.Error("static pods are off", "err", err)
 	}
 	informer := cache.NewSharedIndexInformer(nodeclient.NodePodsListerWatcher(r.client, r.nodeName), &corev1.Pod{}, 0, cache.Indexers{})
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -199,26 +207,34 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 		r.logger.Error("pod informer", "err", err)
 		return
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	wg.Go(func() { informer.Run(ctx.Done()) })
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return
 	}
-	list := func() []*corev1.Pod {
-		var out []*corev1.Pod
+	// The API's pods bound to the node, without mirror pods (their static pods run
+	// from their files), then the static pods.
+	list := func() (api, all []*corev1.Pod) {
 		for _, o := range informer.GetStore().List() {
-			if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName == r.nodeName {
-				out = append(out, p)
+			if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName == r.nodeName && !staticpods.IsMirrorPod(p) {
+				api = append(api, p)
 			}
 		}
-		return out
+		return api, append(slices.Clip(api), static.current()...)
+	}
+	// Static pods are known before the first sync, or their containers would be
+	// taken for orphans; a Source that has not read its directory in time leaves the
+	// orphans for the next start.
+	staticKnown := static.waitFirst(ctx, staticFirstReadTimeout)
+	if ctx.Err() != nil {
+		return
 	}
 	gate := newPodGate(r.currentNode, r.status.report, time.Now)
-	first := list()
+	_, first := list()
 	r.status.track(first)
 	sup.Sync(gate.filter(ctx, first, true))
-	if err := sup.RemoveOrphans(ctx, first); err != nil {
+	if !staticKnown {
+		r.logger.Warn("static pods not read in time; containers of pods deleted while plinthd was down are left for now")
+	} else if err := sup.RemoveOrphans(ctx, first); err != nil {
 		r.logger.Warn("removing containers of pods deleted while plinthd was down", "err", err)
 	}
 	r.logger.Info("running the node's pods", "pods", len(first))
@@ -227,7 +243,7 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			all := list()
+			_, all := list()
 			r.status.track(all)
 			sup.Sync(gate.filter(ctx, all, false))
 		}
@@ -251,8 +267,8 @@ func (r *podRuntime) currentNode(ctx context.Context) *corev1.Node {
 // since is another pod).
 func (r *podRuntime) confirmDeletion(uid types.UID) {
 	ref, ok := r.status.forget(uid)
-	if !ok {
-		return // not a pod in the API any more (an orphan)
+	if !ok || ref.Static {
+		return // not a pod in the API any more (an orphan), or a static pod
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plinth/plinth/controlclient/nodeclient"
+	"github.com/plinth/plinth/daemon/staticpods"
 )
 
 var getOptions = metav1.GetOptions{}
@@ -24,8 +25,12 @@ func deleteOptions(grace *int64, uid types.UID) metav1.DeleteOptions {
 // isGone is an answer meaning the pod we wrote about is no longer the one in the API.
 func isGone(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
 
-// podRef names a pod in the API.
-type podRef struct{ Namespace, Name string }
+// podRef names a pod in the API; a static pod's status goes to its mirror pod of the
+// same name.
+type podRef struct {
+	Namespace, Name string
+	Static          bool
+}
 
 // podStatusWriter writes the pods' status through the API, in its own goroutine so a
 // slow control service never holds a pod worker up: only the latest status of each
@@ -57,7 +62,7 @@ func (w *podStatusWriter) track(list []*corev1.Pod) {
 	seen := map[types.UID]bool{}
 	for _, p := range list {
 		seen[p.UID] = true
-		w.pods[p.UID] = podRef{p.Namespace, p.Name}
+		w.pods[p.UID] = podRef{p.Namespace, p.Name, staticpods.IsStaticPod(p)}
 	}
 	for uid := range w.pods {
 		if !seen[uid] {
@@ -83,7 +88,7 @@ func (w *podStatusWriter) forget(uid types.UID) (podRef, bool) {
 func (w *podStatusWriter) report(pod *corev1.Pod, st corev1.PodStatus) {
 	w.mu.Lock()
 	if _, ok := w.pods[pod.UID]; !ok {
-		w.pods[pod.UID] = podRef{pod.Namespace, pod.Name}
+		w.pods[pod.UID] = podRef{pod.Namespace, pod.Name, staticpods.IsStaticPod(pod)}
 	}
 	w.pending[pod.UID] = *st.DeepCopy()
 	w.mu.Unlock()
@@ -166,7 +171,8 @@ func (w *podStatusWriter) write(ctx context.Context, uid types.UID, ref podRef, 
 	if err != nil {
 		return err
 	}
-	if cur.UID != uid {
+	mirror := ref.Static && cur.Annotations[staticpods.AnnotationConfigMirror] == string(uid)
+	if cur.UID != uid && !mirror {
 		return apierrors.NewNotFound(corev1.Resource("pods"), ref.Name)
 	}
 	// The scheduler's and others' conditions (PodScheduled's times, readiness gates) are

@@ -33,8 +33,8 @@ import (
 // uniquely named cgroup, removed at cleanup even when the test fails.
 type podNode struct {
 	*node
-	runtimeDir, logDir, seccompRoot string
-	proc                            *process
+	runtimeDir, logDir, seccompRoot, manifests string
+	proc                                       *process
 }
 
 func newPodNode(t *testing.T, c *cluster) *podNode {
@@ -48,11 +48,12 @@ func newPodNode(t *testing.T, c *cluster) *podNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &podNode{node: n, runtimeDir: runtimeDir, logDir: filepath.Join(t.TempDir(), "logs"), seccompRoot: t.TempDir()}
+	p := &podNode{node: n, runtimeDir: runtimeDir, logDir: filepath.Join(t.TempDir(), "logs"), seccompRoot: t.TempDir(), manifests: t.TempDir()}
 	t.Cleanup(func() { p.removeContainers(t) })
 	cfg := fmt.Sprintf(`nodeLeaseDurationSeconds: 4
 nodeStatusUpdateFrequency: 1s
 healthzBindAddress: 127.0.0.1:%d
+staticPodPath: %s
 proxy:
   enabled: false
 pods:
@@ -62,7 +63,7 @@ pods:
   seccompRoot: %s
   cgroupParent: %s
   networkNamespace: %s
-`, n.healthz, runtimeDir, p.logDir, p.seccompRoot, parent, ns.Path)
+`, n.healthz, p.manifests, runtimeDir, p.logDir, p.seccompRoot, parent, ns.Path)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -331,11 +332,12 @@ func TestPodsRunLogCrashLoopSurviveRestartAndDeleteWithGrace(t *testing.T) {
 	t.Logf("deleted with a 3s grace period in %s (since delete: %s)", took, time.Since(began))
 }
 
-// A readiness probe gates the pod's Ready condition and its endpoint in the Service's
+// A static pod runs from its manifest, its mirror pod carrying its status; a readiness
+// probe gates the pod's Ready condition and its endpoint in the Service's
 // EndpointSlice; a Localhost seccomp profile denying mkdir makes mkdir fail while the
 // rest of the shell works, and a missing profile fails the container with
 // CreateContainerError naming the file; a memory limit breach reports OOMKilled.
-func TestPodsReadinessSeccompAndOOM(t *testing.T) {
+func TestPodsStaticReadinessSeccompAndOOM(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	image := reg.PushBusybox(t, "e2e/busybox:v1", "/bin/sh")
 	c := startControl(t, "--cluster-cidr", "10.244.0.0/16")
@@ -345,7 +347,17 @@ func TestPodsReadinessSeccompAndOOM(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(n.seccompRoot, "deny-mkdir.json"), []byte(profile), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A static pod from a manifest runs, and its mirror pod in the API shows its status.
+	static := strings.Replace(podManifest("static", image, "", "", "sh", "-c", "echo static; while true; do sleep 1; done"),
+		"  labels: {app: static}\n", "", 1)
+	if err := os.WriteFile(filepath.Join(n.manifests, "static.yaml"), []byte(static), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	n.start(t)
+	eventually(t, 60*time.Second, "the static pod's mirror pod Running", func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "static-"+nodeName)
+		return p.Status.Phase == "Running" && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil, seen
+	})
 
 	apply(t, c.kubeconfig, `apiVersion: v1
 kind: Service
