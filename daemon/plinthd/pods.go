@@ -158,7 +158,7 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
 		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified,
 		Prober: pods.Prober{Exec: driver, UserAgent: "kube-probe/" + version.String()},
 		Clock:  clock.RealClock{}, Logger: r.logger,
-		Report: r.status.report,
+		Report: r.status.report, PullSecrets: r.pullSecrets,
 	}
 	return pods.NewSupervisor(wc, r.confirmDeletion), nil
 }
@@ -248,6 +248,24 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 			sup.Sync(gate.filter(ctx, all, false))
 		}
 	}
+}
+
+// pullSecrets reads a pod's imagePullSecrets from the API; one that cannot be read is
+// left out (the pull then goes without it and fails with the registry's answer), as
+// kubelet does.
+func (r *podRuntime) pullSecrets(pod *corev1.Pod) []corev1.Secret {
+	var out []corev1.Secret
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sec, err := r.client.Secrets(pod.Namespace).Get(ctx, ref.Name, getOptions)
+		cancel()
+		if err != nil {
+			r.logger.Warn("image pull secret unavailable", "pod", pod.Namespace+"/"+pod.Name, "secret", ref.Name, "err", err)
+			continue
+		}
+		out = append(out, *sec)
+	}
+	return out
 }
 
 // currentNode reads this node for admission; nil when it cannot be read.
