@@ -336,7 +336,8 @@ func TestPodsRunLogCrashLoopSurviveRestartAndDeleteWithGrace(t *testing.T) {
 // probe gates the pod's Ready condition and its endpoint in the Service's
 // EndpointSlice; a Localhost seccomp profile denying mkdir makes mkdir fail while the
 // rest of the shell works, and a missing profile fails the container with
-// CreateContainerError naming the file; a memory limit breach reports OOMKilled.
+// CreateContainerError naming the file; an image is pulled with the pod's
+// imagePullSecrets; a memory limit breach reports OOMKilled.
 func TestPodsStaticReadinessSeccompAndOOM(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	image := reg.PushBusybox(t, "e2e/busybox:v1", "/bin/sh")
@@ -422,6 +423,21 @@ spec:
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerError" &&
 			strings.Contains(cs[0].State.Waiting.Message, missing), seen
+	})
+
+	// An image from a registry that wants credentials, pulled with the pod's
+	// imagePullSecrets (read by the node, which may read only what its pods reference).
+	private := imagetest.NewRegistry(t, imagetest.WithBasicAuth("e2e-user", "e2e-secret"))
+	privateImage := private.PushBusybox(t, "e2e/private:v1", "/bin/sh")
+	if out, err := kubectl(t, c.kubeconfig, "create", "secret", "docker-registry", "regcred", "--docker-server="+private.Host,
+		"--docker-username=e2e-user", "--docker-password=e2e-secret"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	apply(t, c.kubeconfig, podManifest("private", privateImage, "  restartPolicy: Never\n  imagePullSecrets: [{name: regcred}]\n", "",
+		"sh", "-c", "echo pulled-with-a-secret"))
+	eventually(t, 60*time.Second, "private pod Succeeded", func() (bool, string) {
+		p, seen := getPod(t, c.kubeconfig, "private")
+		return p.Status.Phase == "Succeeded", seen
 	})
 
 	eventually(t, 60*time.Second, "hog OOMKilled", func() (bool, string) {
