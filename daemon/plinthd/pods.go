@@ -50,12 +50,17 @@ type podRuntime struct {
 	// supervisor is set once the runtime is built (for the pressure evictor).
 	supervisor atomic.Pointer[pods.Supervisor]
 	status     *podStatusWriter
+
+	// evicted holds the pods evicted under node pressure, kept out of every later
+	// Sync so they are not started again (they stay in the API as Failed).
+	evictedMu sync.Mutex
+	evicted   map[types.UID]bool
 }
 
 func newPodRuntime(cfg config.Config, client nodeclient.Interface, nodeName string, registry prometheus.Registerer, logger *slog.Logger) *podRuntime {
 	logger = logger.With("component", "pods")
 	return &podRuntime{cfg: cfg, client: client, nodeName: nodeName, registry: registry, logger: logger,
-		status: newPodStatusWriter(client, logger)}
+		status: newPodStatusWriter(client, logger), evicted: map[types.UID]bool{}}
 }
 
 // Check is the runtime's health: failing once it could not be built.
@@ -245,9 +250,74 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 		case <-changed:
 			_, all := list()
 			r.status.track(all)
-			sup.Sync(gate.filter(ctx, all, false))
+			sup.Sync(r.withoutEvicted(gate.filter(ctx, all, false)))
 		}
 	}
+}
+
+// evict stops a pod the runtime runs, for node-pressure eviction, and then fails it in
+// the API with reason Evicted and message; false when the runtime does not run it.
+func (r *podRuntime) evict(uid types.UID, message string) bool {
+	sup := r.supervisor.Load()
+	if sup == nil {
+		return false
+	}
+	r.evictedMu.Lock()
+	r.evicted[uid] = true
+	r.evictedMu.Unlock()
+	ok := sup.Evict(uid, func(pod *corev1.Pod, last corev1.PodStatus) {
+		last.Phase = corev1.PodFailed
+		last.Reason, last.Message = evictedReason, message
+		r.status.report(pod, last)
+		r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
+	})
+	if !ok {
+		r.evictedMu.Lock()
+		delete(r.evicted, uid)
+		r.evictedMu.Unlock()
+	}
+	return ok
+}
+
+// evictedReason is the reason of a pod evicted under node pressure, as kubelet's.
+const evictedReason = "Evicted"
+
+// evictedGone reports, for a pod this runtime evicted (ours), whether its containers
+// are gone.
+func (r *podRuntime) evictedGone(uid types.UID) (gone, ours bool) {
+	r.evictedMu.Lock()
+	ours = r.evicted[uid]
+	r.evictedMu.Unlock()
+	sup := r.supervisor.Load()
+	if !ours || sup == nil {
+		return false, false
+	}
+	return !sup.Running(uid), true
+}
+
+// withoutEvicted leaves out the pods evicted under pressure unless they are being
+// deleted (their deletion is then confirmed as any other's). Evicted pods no longer
+// listed are forgotten.
+func (r *podRuntime) withoutEvicted(pods []*corev1.Pod) []*corev1.Pod {
+	r.evictedMu.Lock()
+	defer r.evictedMu.Unlock()
+	if len(r.evicted) == 0 {
+		return pods
+	}
+	listed := map[types.UID]bool{}
+	out := pods[:0:0]
+	for _, p := range pods {
+		listed[p.UID] = true
+		if !r.evicted[p.UID] || p.DeletionTimestamp != nil {
+			out = append(out, p)
+		}
+	}
+	for uid := range r.evicted {
+		if !listed[uid] && (r.supervisor.Load() == nil || !r.supervisor.Load().Running(uid)) {
+			delete(r.evicted, uid)
+		}
+	}
+	return out
 }
 
 // pullSecrets reads a pod's imagePullSecrets from the API; one that cannot be read is

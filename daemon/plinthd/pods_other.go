@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
@@ -25,3 +26,7 @@ func (r *podRuntime) Check() error { return errors.New("pods run on Linux only")
 func (r *podRuntime) run(context.Context) {
 	r.logger.Error("pods run on Linux only; none run on this node")
 }
+
+func (r *podRuntime) evict(types.UID, string) bool { return false }
+
+func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }

@@ -65,7 +65,13 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 			return err
 		}
 	}
-	pressureSys, err := newPressure(cfg, nodeName, client, registry, logger)
+	// The pod runtime is made here, started once the Node is registered: the pressure
+	// manager evicts through it.
+	var podsRT *podRuntime
+	if client != nil && cfg.PodsEnabled() {
+		podsRT = newPodRuntime(cfg, client, nodeName, registry, logger)
+	}
+	pressureSys, err := newPressure(cfg, nodeName, client, podsRT, registry, logger)
 	if err != nil {
 		return err
 	}
@@ -122,9 +128,7 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 			}
 		})
 	}
-	var podsRT *podRuntime
-	if cfg.PodsEnabled() {
-		podsRT = newPodRuntime(cfg, client, nodeName, registry, logger)
+	if podsRT != nil {
 		checker.Register("pods", podsRT.Check)
 	}
 	checker.Register("node-lease", agent.LeaseAlive)
