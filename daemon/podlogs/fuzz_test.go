@@ -1,0 +1,67 @@
+package podlogs
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// FuzzParseEntry: any line parses or fails with an error, and a parsed entry formats
+// back to a line that parses the same.
+func FuzzParseEntry(f *testing.F) {
+	for _, s := range []string{
+		"2026-11-26T10:00:00.123456789Z stdout F hello",
+		"2026-11-26T10:00:00Z stderr P part",
+		"2026-11-26T10:00:00+01:00 stdout F:x ",
+		"2026-11-26T10:00:00Z stdout F",
+		"", " ", "x y z w", "2026-11-26T10:00:00Z stdout Q x",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := ParseEntry(line)
+		if err != nil {
+			return
+		}
+		tag := "F"
+		if e.Partial {
+			tag = "P"
+		}
+		again := append([]byte(e.Time.Format(time.RFC3339Nano)+" "+string(e.Stream)+" "+tag+" "), e.Content...)
+		e2, err := ParseEntry(again)
+		if err != nil {
+			t.Fatalf("reformatted %q does not parse: %v", again, err)
+		}
+		if !e2.Time.Equal(e.Time) || e2.Stream != e.Stream || e2.Partial != e.Partial || !bytes.Equal(e2.Content, e.Content) {
+			t.Fatalf("round trip of %q changed %+v to %+v", line, e, e2)
+		}
+	})
+}
+
+// FuzzCopy: any file content copies without error or panic, and a byte limit is never
+// exceeded.
+func FuzzCopy(f *testing.F) {
+	f.Add([]byte("2026-11-26T10:00:00Z stdout F a\n2026-11-26T10:00:01Z stderr P b\n2026-11-26T10:00:02Z stderr F c\n"), int64(2), int64(3))
+	f.Add([]byte("junk\n\n\n2026-11-26T10:00:00Z stdout P x"), int64(-1), int64(0))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, tail, limit int64) {
+		path := filepath.Join(dir, "0.log")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := Options{LimitBytes: limit}
+		if tail >= 0 {
+			o.TailLines = &tail
+		}
+		var buf bytes.Buffer
+		if err := NewReader().Copy(context.Background(), &buf, path, o); err != nil {
+			t.Fatalf("Copy: %v", err)
+		}
+		if limit > 0 && int64(buf.Len()) > limit {
+			t.Fatalf("wrote %d bytes over the limit %d", buf.Len(), limit)
+		}
+	})
+}
