@@ -155,7 +155,9 @@ func TestLocate(t *testing.T) {
 	}
 }
 
-func isNotFound(err error) bool { return err != nil && strings.Contains(err.Error(), ErrNotFound.Error()) }
+func isNotFound(err error) bool {
+	return err != nil && strings.Contains(err.Error(), ErrNotFound.Error())
+}
 
 // syncBuffer is written by the follower and read by the test.
 type syncBuffer struct {
