@@ -85,9 +85,14 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	serviceCIDR, nodePorts, _ := o.serviceRanges() // checked by Complete
+	nodeProxy, bindNodes, err := newNodeProxy(authority, logger.With("component", "nodeproxy"))
+	if err != nil {
+		return err
+	}
+	defer nodeProxy.Close()
 	regCfg := registry.Config{
 		Store: store, ServiceClusterIPRange: serviceCIDR, ServiceNodePortRange: nodePorts,
-		Logger: logger.With("component", "registry"),
+		Logger: logger.With("component", "registry"), NodeLogs: nodeProxy,
 	}
 	resources, err := registry.Resources(regCfg)
 	if err != nil {
@@ -111,6 +116,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return err
 	}
 	authn.bindPods(api, reg)
+	bindNodes(api, reg)
 
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	ln, err := net.Listen("tcp", addr)
