@@ -400,6 +400,9 @@ evictionEvaluationInterval: 500ms
 nodefsPath: /srv/plinth/pods
 imagefsPath: /srv/images
 podsCgroup: /plinth-pods
+nodeAPIBindAddress: "127.0.0.1:10350"
+tlsCertFile: /srv/plinth/serving.pem
+podLogsDir: /srv/logs
 proxy:
   enabled: true
   nodePortAddresses: [192.0.2.0/24, "2001:db8::/64"]
@@ -436,6 +439,9 @@ proxy:
 		NodefsPath:                       "/srv/plinth/pods",
 		ImagefsPath:                      "/srv/images",
 		PodsCgroup:                       "/plinth-pods",
+		NodeAPIBindAddress:               "127.0.0.1:10350",
+		TLSCertFile:                      "/srv/plinth/serving.pem",
+		PodLogsDir:                       "/srv/logs",
 		Proxy: ProxyConfig{
 			Enabled:            ptrTo(true),
 			NodePortAddresses:  []string{"192.0.2.0/24", "2001:db8::/64"},

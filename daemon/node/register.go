@@ -139,6 +139,10 @@ func (a *Agent) applyStatusFacts(st *corev1.NodeStatus) bool {
 		st.Addresses = addrs
 		changed = true
 	}
+	if st.DaemonEndpoints.KubeletEndpoint.Port != a.cfg.APIPort {
+		st.DaemonEndpoints.KubeletEndpoint.Port = a.cfg.APIPort
+		changed = true
+	}
 	capacity := nodeCapacity(a.facts, a.cfg.MaxPods)
 	if mergeResources(&st.Capacity, capacity) {
 		changed = true

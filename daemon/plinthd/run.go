@@ -150,6 +150,17 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return err
 	}
 	wg.Go(func() { _ = agent.RunStatus(ctx) })
+	api, err := newNodeAPI(cfg, registry, checker.Check, logger.With("component", "nodeapi"))
+	if err != nil {
+		return err
+	}
+	if api != nil {
+		wg.Go(func() {
+			if err := runNodeAPI(ctx, api, cfg.NodeAPIBindAddress, logger.With("component", "nodeapi")); err != nil {
+				cancel(fmt.Errorf("node API (nodeAPIBindAddress): %w", err))
+			}
+		})
+	}
 	name := cfg.HostnameOverride
 	if n != nil {
 		name = n.Name
@@ -206,6 +217,7 @@ func newNodeAgent(cfg config.Config, client nodeclient.Interface, name string, c
 	nodeCfg.StatusReportFrequency = cfg.NodeStatusReportFrequency.Duration
 	nodeCfg.MaxPods = cfg.MaxPods
 	nodeCfg.StateDir = cfg.StateDir
+	nodeCfg.APIPort = nodeAPIPort(cfg)
 	if cfg.NodeIP != "" {
 		nodeCfg.NodeIP = net.ParseIP(cfg.NodeIP)
 	}
