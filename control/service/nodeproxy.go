@@ -20,40 +20,42 @@ import (
 // system:masters, as kube-apiserver's kubelet client is.
 const nodeClientUser = pki.ControlUser + ":node-client"
 
-// newNodeProxy builds the pods/log proxy. The Node reads go through the API server's
-// own objects, which exist only once the server does: bindNodes supplies them.
-func newNodeProxy(authority *pki.Authority, logger *slog.Logger) (*nodeproxy.Proxy, func(*apiserver.Server, *apiserver.Registry), error) {
+// lateNodes reads Nodes through the API server's own objects, which exist only once
+// the server does; bind supplies them. Until then reads fail.
+type lateNodes struct {
+	objects atomic.Pointer[apiserver.Objects]
+}
+
+func (l *lateNodes) get(ctx context.Context, name string) (*corev1.Node, error) {
+	objs := l.objects.Load()
+	if objs == nil {
+		return nil, errors.New("the API server is not serving nodes yet")
+	}
+	obj, err := (*objs).Get(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Node), nil
+}
+
+func (l *lateNodes) bind(api *apiserver.Server, reg *apiserver.Registry) {
+	if r, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "nodes"); ok {
+		objs := api.Objects(r)
+		l.objects.Store(&objs)
+	}
+}
+
+// newNodeProxy builds the pods/log proxy with a client certificate of its own.
+func newNodeProxy(authority *pki.Authority, nodes *lateNodes, logger *slog.Logger) (*nodeproxy.Proxy, error) {
 	certPEM, keyPEM, err := authority.IssueClientCert(nodeClientUser, []string{pki.AdminGroup}, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("node client certificate: %w", err)
+		return nil, fmt.Errorf("node client certificate: %w", err)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, nil, fmt.Errorf("node client certificate: %w", err)
+		return nil, fmt.Errorf("node client certificate: %w", err)
 	}
-	var nodes atomic.Pointer[apiserver.Objects]
-	proxy, err := nodeproxy.New(nodeproxy.Config{
-		CA: authority.CACertificate(), ClientCertificate: pair, Logger: logger,
-		Nodes: func(ctx context.Context, name string) (*corev1.Node, error) {
-			objs := nodes.Load()
-			if objs == nil {
-				return nil, errors.New("the API server is not serving nodes yet")
-			}
-			obj, err := (*objs).Get(ctx, "", name)
-			if err != nil {
-				return nil, err
-			}
-			return obj.(*corev1.Node), nil
-		},
+	return nodeproxy.New(nodeproxy.Config{
+		CA: authority.CACertificate(), ClientCertificate: pair, Logger: logger, Nodes: nodes.get,
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	bind := func(api *apiserver.Server, reg *apiserver.Registry) {
-		if r, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "nodes"); ok {
-			objs := api.Objects(r)
-			nodes.Store(&objs)
-		}
-	}
-	return proxy, bind, nil
 }

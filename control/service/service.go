@@ -73,7 +73,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	defer closeEtcd()
 	store := storage.New(etcdClient, o.EtcdPrefix)
-	authn, err := newAuthWiring(o, store, authority, logger)
+	nodes := &lateNodes{}
+	authn, err := newAuthWiring(o, store, authority, nodes, logger)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	serviceCIDR, nodePorts, _ := o.serviceRanges() // checked by Complete
-	nodeProxy, bindNodes, err := newNodeProxy(authority, logger.With("component", "nodeproxy"))
+	nodeProxy, err := newNodeProxy(authority, nodes, logger.With("component", "nodeproxy"))
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return err
 	}
 	authn.bindPods(api, reg)
-	bindNodes(api, reg)
+	nodes.bind(api, reg)
 
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	ln, err := net.Listen("tcp", addr)
