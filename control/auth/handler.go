@@ -41,8 +41,8 @@ type HandlerConfig struct {
 	NodeCertValidity time.Duration
 	// Nodes reads a Node, whose addresses bound the names of its serving
 	// certificate; nil refuses serving certificates.
-	Nodes func(ctx context.Context, name string) (*corev1.Node, error)
-	Logger           *slog.Logger
+	Nodes  func(ctx context.Context, name string) (*corev1.Node, error)
+	Logger *slog.Logger
 }
 
 // Handler serves the Plinth endpoints under /apis/plinth.dev/v1: bootstrap tokens

@@ -150,16 +150,8 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return err
 	}
 	wg.Go(func() { _ = agent.RunStatus(ctx) })
-	api, err := newNodeAPI(cfg, registry, checker.Check, logger.With("component", "nodeapi"))
-	if err != nil {
+	if err := startNodeAPI(ctx, &wg, cancel, cfg, nodeName, agent.Addresses, registry, checker.Check, logger); err != nil {
 		return err
-	}
-	if api != nil {
-		wg.Go(func() {
-			if err := runNodeAPI(ctx, api, cfg.NodeAPIBindAddress, logger.With("component", "nodeapi")); err != nil {
-				cancel(fmt.Errorf("node API (nodeAPIBindAddress): %w", err))
-			}
-		})
 	}
 	name := cfg.HostnameOverride
 	if n != nil {
