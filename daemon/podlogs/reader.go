@@ -128,11 +128,11 @@ func (r *Reader) tailStart(f *os.File, n int64) (start, firstEnd int64, err erro
 			r.logMalformed(perr)
 			continue
 		}
-		lineStart, done := asm.add(e, off)
-		if !done || n == 0 {
+		done := asm.add(e, off)
+		if done == nil || n == 0 {
 			continue
 		}
-		b := bounds{lineStart, off}
+		b := bounds{done.start, off}
 		if int64(len(ring)) < n {
 			ring = append(ring, b)
 			continue
@@ -320,9 +320,9 @@ type partialLine struct {
 
 func newAssembler() *assembler { return &assembler{pending: map[Stream]*partialLine{}} }
 
-// add takes entry e found at offset and reports whether it completed a line, and
-// where that line's first entry was.
-func (a *assembler) add(e Entry, offset int64) (start int64, done bool) {
+// add takes entry e found at offset and returns the line it completed, or nil when e
+// is partial.
+func (a *assembler) add(e Entry, offset int64) *partialLine {
 	p := a.pending[e.Stream]
 	if p == nil {
 		p = &partialLine{time: e.Time, start: offset, stream: e.Stream}
@@ -330,10 +330,10 @@ func (a *assembler) add(e Entry, offset int64) (start int64, done bool) {
 	}
 	p.text = append(p.text, e.Content...)
 	if e.Partial {
-		return p.start, false
+		return nil
 	}
 	delete(a.pending, e.Stream)
-	return p.start, true
+	return p
 }
 
 // lineWriter assembles entries into lines and writes those the options keep.
@@ -356,20 +356,11 @@ func (lw *lineWriter) entry(e Entry, offset int64) error {
 	if !lw.started {
 		lw.started, lw.limited, lw.asm = true, lw.remaining > 0, newAssembler()
 	}
-	p := lw.asm.pending[e.Stream]
-	if p == nil {
-		p = &partialLine{time: e.Time, start: offset, stream: e.Stream}
-		lw.asm.pending[e.Stream] = p
-	}
-	p.text = append(p.text, e.Content...)
-	if e.Partial {
+	line := lw.asm.add(e, offset)
+	if line == nil || offset < lw.skipEndingBefore {
 		return nil
 	}
-	delete(lw.asm.pending, e.Stream)
-	if offset < lw.skipEndingBefore {
-		return nil
-	}
-	return lw.write(p)
+	return lw.write(line)
 }
 
 func (lw *lineWriter) write(p *partialLine) error {
