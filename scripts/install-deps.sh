@@ -12,10 +12,11 @@ debian_packages=(
 	procps          # pkill/pgrep in scripts
 	e2fsprogs       # mkfs.ext4: the DiskPressure kernel test fills a loop-mounted ext4
 	util-linux      # losetup, mount
-	busybox-static  # /bin/busybox: the test images daemon/images/imagetest builds
-	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp
-	pkg-config      # cgo: libseccomp-golang finds libseccomp with pkg-config
-	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm)
+	busybox-static  # /bin/busybox: the test images daemon/images/imagetest builds; the pods kernel tests' root filesystems
+	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp; building runc
+	pkg-config      # cgo: libseccomp-golang (and runc's seccomp support) find libseccomp with pkg-config
+	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm); runc links it
+	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
 )
 
 missing=()
@@ -46,6 +47,19 @@ fi
 if ! command -v kubectl >/dev/null; then
 	echo "install-deps: kubectl is required by the end-to-end tests (expected at /usr/bin/kubectl)" >&2
 	exit 1
+fi
+
+# runc, the OCI runtime plinthd drives. Debian's 1.1.5 predates years of fixes (among
+# them the fd-leak breakout of CVE-2024-21626 and the cgroup v2 work); build the pinned
+# release from the module proxy with seccomp support instead (about 20 s).
+runc_version=v1.5.2
+if ! runc --version 2>/dev/null | grep -q "^runc version ${runc_version#v}\$"; then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "install-deps: runc ${runc_version} is missing; run as root to build it into /usr/local/bin" >&2
+		exit 1
+	fi
+	echo "install-deps: building runc ${runc_version} into /usr/local/bin"
+	GOBIN=/usr/local/bin CGO_ENABLED=1 go install -tags seccomp "github.com/opencontainers/runc@${runc_version}"
 fi
 
 # --- Generate-time tools (only for `install-deps.sh generate`, so `make test` never

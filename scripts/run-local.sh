@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'cleanup; exit 0' INT TERM
 
-"$bin/plinth-control" --data-dir "$run/control" --secure-port "$port" >"$run/plinth-control.log" 2>&1 &
+"$bin/plinth-control" --data-dir "$run/control" --secure-port "$port" --cluster-cidr 10.244.0.0/16 >"$run/plinth-control.log" 2>&1 &
 pids+=($!)
 echo "run-local: plinth-control starting (log: $run/plinth-control.log)"
 for _ in $(seq 1 300); do

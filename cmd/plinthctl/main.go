@@ -8,6 +8,7 @@
 //	plinthctl image list [--root DIR]              list the node's images
 //	plinthctl seccomp check FILE                   validate a seccomp profile as plinthd will
 //	plinthctl seccomp default [--cap CAP ...]      print the RuntimeDefault profile
+//	plinthctl proxy dump [--netns PATH]            the live Service rules (nftables) as nft prints them
 //	plinthctl version
 package main
 
@@ -24,6 +25,7 @@ import (
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/images/imagectl"
 	"github.com/plinth/plinth/daemon/pressurereport"
+	"github.com/plinth/plinth/daemon/proxy/nftrules"
 	"github.com/plinth/plinth/daemon/seccomp"
 	"github.com/plinth/plinth/internal/version"
 )
@@ -39,6 +41,7 @@ commands:
             (see plinthctl image)
   seccomp   check FILE: validate a seccomp profile as plinthd will before creating a
             container with it; default: print the RuntimeDefault profile
+  proxy     proxy dump: print the live Service rules (the plinth nftables tables) as nft does
   version   print the version
 `
 
@@ -88,6 +91,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "plinthctl pressure:", err)
 			os.Exit(1)
 		}
+	case "proxy":
+		if len(os.Args) < 3 || os.Args[2] != "dump" {
+			fmt.Fprintf(os.Stderr, "usage: plinthctl proxy dump [--netns PATH]\n")
+			os.Exit(2)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := nftrules.DumpCommand(ctx, os.Args[3:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	default:
 		fmt.Fprintf(os.Stderr, "plinthctl: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)

@@ -10,10 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/utils/clock"
+
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/plinthd"
+	"github.com/plinth/plinth/daemon/proxy/nftrules"
 	"github.com/plinth/plinth/daemon/watchdog"
 	"github.com/plinth/plinth/internal/version"
+	"github.com/plinth/plinth/kernel/nft"
 )
 
 func main() {
@@ -21,7 +25,7 @@ func main() {
 	flags := config.BindFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	cleanup := fs.Bool("cleanup", false, "remove the Service proxy's kernel state (its nftables tables) and exit")
+	cleanup := fs.Bool("cleanup", false, "remove the kernel state plinthd owns (the pod network bridge and masquerade table, the Service proxy nftables tables) and exit")
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
 		fmt.Println("plinthd", version.String())
@@ -33,9 +37,10 @@ func main() {
 		os.Exit(2)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	// The Service proxy's nftables rule syncer; nil until daemon/proxy/nftrules is
-	// wired here.
-	backends := plinthd.Backends{NewProxyRules: nil}
+	// The Service proxy's nftables rules, in plinthd's own network namespace.
+	backends := plinthd.Backends{NewProxyRules: func(*slog.Logger) (plinthd.ProxyRules, error) {
+		return nftrules.New(nft.NewNetlink(""), clock.RealClock{}), nil
+	}}
 	if *cleanup {
 		if err := plinthd.Cleanup(context.Background(), backends, logger); err != nil {
 			fmt.Fprintln(os.Stderr, "plinthd:", err)

@@ -110,6 +110,14 @@ func admitNode(node string, obj, old runtime.Object) error {
 		return fmt.Errorf("node %s may not set or change labels under %s/ on itself: %s (an administrator sets those)",
 			node, restrictedLabelDomain, strings.Join(changed, ", "))
 	}
+	// Pod CIDRs come from the control service's node IPAM (or an administrator); a
+	// node setting its own could take addresses another node's pods use.
+	if o == nil && (n.Spec.PodCIDR != "" || len(n.Spec.PodCIDRs) > 0) {
+		return fmt.Errorf("node %s may not set its own spec.podCIDR or spec.podCIDRs (the control service assigns them)", node)
+	}
+	if o != nil && (n.Spec.PodCIDR != o.Spec.PodCIDR || !slices.Equal(n.Spec.PodCIDRs, o.Spec.PodCIDRs)) {
+		return fmt.Errorf("node %s may not change its own spec.podCIDR or spec.podCIDRs", node)
+	}
 	// At registration a node brings its taints; afterwards it may not drop the ones an
 	// administrator added to keep workloads away.
 	if o != nil && !apiequality.Semantic.DeepEqual(n.Spec.Taints, o.Spec.Taints) {

@@ -77,6 +77,10 @@ func TestNodeRestriction(t *testing.T) {
 			node("node-a", map[string]string{"node-restriction.kubernetes.io/pool": "gold", "team": "y"}), node("node-a", restricted), ""},
 		{"a look-alike prefix is not restricted", "update", "", "nodes", "",
 			node("node-a", map[string]string{"xnode-restriction.kubernetes.io/a": "b"}), node("node-a", nil), ""},
+		{"may not register with a pod CIDR", "create", "", "nodes", "", withPodCIDR(node("node-a", nil), "10.244.9.0/24"), nil, "may not set its own spec.podCIDR"},
+		{"may not change its pod CIDR", "update", "", "nodes", "", withPodCIDR(node("node-a", nil), "10.244.9.0/24"), withPodCIDR(node("node-a", nil), "10.244.1.0/24"), "may not change its own spec.podCIDR"},
+		{"may not give itself a pod CIDR", "update", "", "nodes", "", withPodCIDR(node("node-a", nil), "10.244.9.0/24"), node("node-a", nil), "may not change its own spec.podCIDR"},
+		{"keeps the pod CIDR it was given", "update", "", "nodes", "", withPodCIDR(node("node-a", map[string]string{"team": "z"}), "10.244.1.0/24"), withPodCIDR(node("node-a", nil), "10.244.1.0/24"), ""},
 		{"may not drop its taints", "update", "", "nodes", "", node("node-a", nil), node("node-a", nil, noisy), "may not change its own taints"},
 		{"updates its own status", "update", "", "nodes", "status", node("node-a", nil, noisy), node("node-a", nil, noisy), ""},
 		{"may not update node B", "update", "", "nodes", "", node("node-b", nil), node("node-b", nil), "node-b"},
@@ -139,4 +143,9 @@ func TestNodeRestrictionWithoutPodLookup(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cannot look pods up") {
 		t.Fatalf("got %v, want a refusal explaining pods cannot be looked up", err)
 	}
+}
+
+func withPodCIDR(n *corev1.Node, cidr string) *corev1.Node {
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
+	return n
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,9 +28,13 @@ func Nodes() *apiserver.Resource {
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			n, o := obj.(*corev1.Node), old.(*corev1.Node)
 			var errs field.ErrorList
-			// podCIDR may be set once and then never changed, as in Kubernetes.
+			// podCIDR and podCIDRs may be set once and then never changed, as in
+			// Kubernetes: a node's pods hold addresses from them.
 			if o.Spec.PodCIDR != "" && n.Spec.PodCIDR != o.Spec.PodCIDR {
 				errs = append(errs, field.Forbidden(field.NewPath("spec", "podCIDR"), "node updates may not change podCIDR except from \"\" to a valid value"))
+			}
+			if len(o.Spec.PodCIDRs) > 0 && !slices.Equal(n.Spec.PodCIDRs, o.Spec.PodCIDRs) {
+				errs = append(errs, field.Forbidden(field.NewPath("spec", "podCIDRs"), "node updates may not change podCIDRs except from empty to valid values"))
 			}
 			return errs
 		},
@@ -126,10 +131,21 @@ func validateNode(n *corev1.Node) field.ErrorList {
 			errs = append(errs, field.Invalid(spec.Child("podCIDR"), n.Spec.PodCIDR, "must be a CIDR such as 10.244.1.0/24"))
 		}
 	}
+	families := map[bool]bool{}
 	for i, cidr := range n.Spec.PodCIDRs {
-		if _, _, err := net.ParseCIDR(cidr); err != nil {
+		_, ipnet, err := net.ParseCIDR(cidr)
+		if err != nil {
 			errs = append(errs, field.Invalid(spec.Child("podCIDRs").Index(i), cidr, "must be a CIDR such as 10.244.1.0/24"))
+			continue
 		}
+		v4 := ipnet.IP.To4() != nil
+		if families[v4] {
+			errs = append(errs, field.Invalid(spec.Child("podCIDRs"), n.Spec.PodCIDRs, "may hold at most one CIDR per IP family"))
+		}
+		families[v4] = true
+	}
+	if len(n.Spec.PodCIDRs) > 0 && n.Spec.PodCIDR != "" && n.Spec.PodCIDR != n.Spec.PodCIDRs[0] {
+		errs = append(errs, field.Invalid(spec.Child("podCIDR"), n.Spec.PodCIDR, "must equal podCIDRs[0] ("+n.Spec.PodCIDRs[0]+") when both are set"))
 	}
 	seen := map[string]bool{}
 	for i, t := range n.Spec.Taints {

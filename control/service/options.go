@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plinth/plinth/control/auth"
+	"github.com/plinth/plinth/control/controllers/nodeipam"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 	"github.com/plinth/plinth/control/controllers/podgc"
 	"github.com/plinth/plinth/control/ipalloc"
@@ -40,6 +41,12 @@ type Options struct {
 	// and node ports, as kube-apiserver's flags of the same names.
 	ServiceClusterIPRange string
 	ServiceNodePortRange  string
+
+	// ClusterCIDR is where Nodes get spec.podCIDRs (--cluster-cidr, as
+	// kube-controller-manager's); empty leaves node IPAM off. Complete parses it
+	// into NodeIPAM.ClusterCIDRs.
+	ClusterCIDR string
+	NodeIPAM    nodeipam.Options
 }
 
 // DefaultOptions are the reference defaults.
@@ -58,6 +65,7 @@ func DefaultOptions() Options {
 
 		ServiceClusterIPRange: "10.96.0.0/12",
 		ServiceNodePortRange:  "30000-32767",
+		NodeIPAM:              nodeipam.DefaultOptions(),
 	}
 }
 
@@ -105,6 +113,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR Services get cluster IPs from (dynamic ones from above the first min(max(16, size/16), 256) addresses, which static ones prefer); at most 20 host bits")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "ports NodePort and LoadBalancer Services get node ports from, FIRST-LAST or FIRST+OFFSET")
+	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDRs (comma-separated, at most one IPv4 and one IPv6) Nodes get their spec.podCIDRs from; empty turns node IPAM off")
+	fs.IntVar(&o.NodeIPAM.NodeMaskSizeIPv4, "node-cidr-mask-size", o.NodeIPAM.NodeMaskSizeIPv4, "prefix length of each Node's IPv4 pod CIDR out of --cluster-cidr")
+	fs.IntVar(&o.NodeIPAM.NodeMaskSizeIPv6, "node-cidr-mask-size-ipv6", o.NodeIPAM.NodeMaskSizeIPv6, "prefix length of each Node's IPv6 pod CIDR out of --cluster-cidr")
 	fs.DurationVar(&o.NodeCertValidity, "node-cert-validity", o.NodeCertValidity, "lifetime of the client certificates signed for nodes at join and renewal (nodes renew at 70-90% of it)")
 }
 
@@ -134,8 +145,22 @@ func (o *Options) Complete() error {
 	} else if err := o.PodGC.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, _, err := o.serviceRanges(); err != nil {
+	serviceCIDR, _, err := o.serviceRanges()
+	if err != nil {
 		errs = append(errs, err)
+	}
+	if cidrs, err := nodeipam.ParseClusterCIDRs(o.ClusterCIDR); err != nil {
+		errs = append(errs, err)
+	} else if o.NodeIPAM.ClusterCIDRs = cidrs; len(cidrs) > 0 {
+		if err := o.NodeIPAM.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		for _, p := range cidrs {
+			// Pods and Service VIPs in one range would route into each other.
+			if serviceCIDR.IsValid() && p.Overlaps(serviceCIDR) {
+				errs = append(errs, fmt.Errorf("--cluster-cidr: %s overlaps --service-cluster-ip-range %s", p, serviceCIDR))
+			}
+		}
 	}
 	if o.NodeCertValidity < 10*time.Second {
 		errs = append(errs, fmt.Errorf("--node-cert-validity: %s is too short: want at least 10s", o.NodeCertValidity))

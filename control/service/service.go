@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -34,6 +35,7 @@ import (
 	"github.com/plinth/plinth/control/controllers/gc"
 	"github.com/plinth/plinth/control/controllers/leasegc"
 	"github.com/plinth/plinth/control/controllers/namespace"
+	"github.com/plinth/plinth/control/controllers/nodeipam"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 	"github.com/plinth/plinth/control/controllers/podgc"
 	"github.com/plinth/plinth/control/controllers/scheduler"
@@ -332,6 +334,10 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	if err != nil {
 		return err
 	}
+	nodeIPAM, err := newNodeIPAM(client, all.Core().V1().Nodes(), o, reg, logger, events)
+	if err != nil {
+		return err
+	}
 	// The informers stop when this function returns, also when a loop failed.
 	ctx, stop := context.WithCancel(ctx)
 	all.Start(ctx.Done())
@@ -357,5 +363,20 @@ func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.
 	loops.Go(func() error { return placement.Run(lctx) })
 	loops.Go(func() error { return podCollector.Run(lctx) })
 	loops.Go(func() error { return identityCollector.Run(lctx) })
+	if nodeIPAM != nil {
+		loops.Go(func() error { return nodeIPAM.Run(lctx) })
+	}
 	return loops.Wait()
+}
+
+// newNodeIPAM is the node IPAM controller, nil when --cluster-cidr is empty.
+func newNodeIPAM(client kubernetes.Interface, nodes coreinformers.NodeInformer, o Options, reg prometheus.Registerer,
+	logger *slog.Logger, events record.EventBroadcaster) (*nodeipam.Controller, error) {
+	if !o.NodeIPAM.Enabled() {
+		logger.Info("node IPAM off: no --cluster-cidr")
+		return nil, nil
+	}
+	return nodeipam.New(nodeipam.Config{Client: client, Nodes: nodes, Clock: clock.RealClock{}, Registerer: reg, Logger: logger,
+		Options:  o.NodeIPAM,
+		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "node-controller"})})
 }

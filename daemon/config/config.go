@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/plinth/plinth/daemon/containergc"
 	"github.com/plinth/plinth/daemon/pressure"
 )
 
@@ -98,6 +99,27 @@ type Config struct {
 	TLSCertFile string `json:"tlsCertFile"`
 	// PodLogsDir is where container logs are written and read (kubelet's podLogsDir).
 	PodLogsDir string `json:"podLogsDir"`
+	// MinimumContainerTTLDuration is how long a dead container is kept at least before
+	// container garbage collection may remove it (kubelet's
+	// --minimum-container-ttl-duration); 0 means no minimum.
+	MinimumContainerTTLDuration metav1.Duration `json:"minimumContainerTTLDuration"`
+	// MaximumDeadContainersPerContainer is how many dead containers are kept per pod
+	// and container name (--maximum-dead-containers-per-container); -1 keeps all.
+	MaximumDeadContainersPerContainer int32 `json:"maximumDeadContainersPerContainer"`
+	// MaximumDeadContainers is how many dead containers are kept on the node in all
+	// (--maximum-dead-containers); -1 means no limit.
+	MaximumDeadContainers int32 `json:"maximumDeadContainers"`
+	// ImageGCHighThresholdPercent is the image filesystem usage at or above which image
+	// garbage collection deletes unused images; 100 turns it off.
+	ImageGCHighThresholdPercent int32 `json:"imageGCHighThresholdPercent"`
+	// ImageGCLowThresholdPercent is the usage image garbage collection brings the image
+	// filesystem under once it starts.
+	ImageGCLowThresholdPercent int32 `json:"imageGCLowThresholdPercent"`
+	// ImageMinimumGCAge protects images pulled less than this long ago.
+	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge"`
+	// ImageMaximumGCAge deletes unused images not used for this long whatever the disk
+	// usage; 0 turns it off.
+	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge"`
 
 	// Proxy configures the Service proxy.
 	Proxy ProxyConfig `json:"proxy"`
@@ -121,6 +143,16 @@ func Defaults() Config {
 		EvictionHard:                     pressure.DefaultEvictionHard(),
 		EvictionPressureTransitionPeriod: metav1.Duration{Duration: pressure.DefaultPressureTransitionPeriod},
 		EvictionEvaluationInterval:       metav1.Duration{Duration: pressure.DefaultEvaluationInterval},
+
+		MinimumContainerTTLDuration:       metav1.Duration{Duration: containergc.DefaultPolicy().MinAge},
+		MaximumDeadContainersPerContainer: int32(containergc.DefaultPolicy().MaxPerPodContainer),
+		MaximumDeadContainers:             int32(containergc.DefaultPolicy().MaxContainers),
+		// The image GC defaults are daemon/images' DefaultGCPolicy (kubelet's); config
+		// does not import that package, which would link the image store into every
+		// user of the configuration; a test keeps the two equal.
+		ImageGCHighThresholdPercent: 85,
+		ImageGCLowThresholdPercent:  80,
+		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
 
 		Proxy: defaultProxyConfig(),
 	}

@@ -63,6 +63,13 @@ var configSeeds = []string{
 	"proxy: {enabled: true}\n",
 	"proxy: {Enabled: yes}\n",
 	"proxy: [a]\n",
+	"minimumContainerTTLDuration: 1m\nmaximumDeadContainersPerContainer: 2\nmaximumDeadContainers: 240\n",
+	"maximumDeadContainersPerContainer: -1\nmaximumDeadContainers: -2\nminimumContainerTTLDuration: -1s\n",
+	"imageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 0\n",
+	"imageGCHighThresholdPercent: 101\nimageGCLowThresholdPercent: 85.5\n",
+	"imageGCLowThresholdPercent: 90\n",
+	"imageMinimumGCAge: 10m\nimageMaximumGCAge: 5m\n",
+	"imageMaximumGCAge: 720h\nimageMinimumGCAge: null\n",
 }
 
 // FuzzParseFile feeds arbitrary bytes to the file parser. Invariants: no panic; a

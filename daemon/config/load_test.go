@@ -403,6 +403,13 @@ podsCgroup: /plinth-pods
 nodeAPIBindAddress: "127.0.0.1:10350"
 tlsCertFile: /srv/plinth/serving.pem
 podLogsDir: /srv/logs
+minimumContainerTTLDuration: 30s
+maximumDeadContainersPerContainer: 2
+maximumDeadContainers: 100
+imageGCHighThresholdPercent: 90
+imageGCLowThresholdPercent: 70
+imageMinimumGCAge: 5m
+imageMaximumGCAge: 168h
 proxy:
   enabled: true
   nodePortAddresses: [192.0.2.0/24, "2001:db8::/64"]
@@ -442,6 +449,14 @@ proxy:
 		NodeAPIBindAddress:               "127.0.0.1:10350",
 		TLSCertFile:                      "/srv/plinth/serving.pem",
 		PodLogsDir:                       "/srv/logs",
+
+		MinimumContainerTTLDuration:       metav1.Duration{Duration: 30 * time.Second},
+		MaximumDeadContainersPerContainer: 2,
+		MaximumDeadContainers:             100,
+		ImageGCHighThresholdPercent:       90,
+		ImageGCLowThresholdPercent:        70,
+		ImageMinimumGCAge:                 metav1.Duration{Duration: 5 * time.Minute},
+		ImageMaximumGCAge:                 metav1.Duration{Duration: 168 * time.Hour},
 		Proxy: ProxyConfig{
 			Enabled:            ptrTo(true),
 			NodePortAddresses:  []string{"192.0.2.0/24", "2001:db8::/64"},

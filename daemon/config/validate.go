@@ -69,6 +69,7 @@ func (c Config) validate() field.ErrorList {
 	errs = append(errs, validateReserved(field.NewPath("systemReserved"), c.SystemReserved)...)
 	errs = append(errs, validateReserved(field.NewPath("kubeReserved"), c.KubeReserved)...)
 	errs = append(errs, c.validateEviction()...)
+	errs = append(errs, c.validateGC()...)
 	errs = append(errs, c.Proxy.validate(field.NewPath("proxy"))...)
 	return errs
 }
@@ -123,6 +124,7 @@ func validateCgroupPath(path *field.Path, p string) field.ErrorList {
 func (c Config) validateAcrossFields() field.ErrorList {
 	errs := pressure.ValidateSoftGracePairs(field.NewPath(pressure.FieldEvictionSoft),
 		field.NewPath(pressure.FieldEvictionSoftGracePeriod), c.EvictionSoft, durations(c.EvictionSoftGracePeriod))
+	errs = append(errs, c.validateGCAcrossFields()...)
 	return append(errs, c.validateProxyAcrossFields()...)
 }
 

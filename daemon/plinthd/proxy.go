@@ -11,6 +11,7 @@ import (
 
 	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
+	"github.com/plinth/plinth/daemon/podnet"
 	"github.com/plinth/plinth/daemon/proxy"
 	"github.com/plinth/plinth/kernel/conntrack"
 )
@@ -91,19 +92,28 @@ func newServiceProxy(cfg config.Config, backends Backends, client nodeclient.Int
 
 func (s *serviceProxy) close() { s.conntrack.Close() }
 
-// Cleanup removes the Service proxy's kernel state (plinthd --cleanup): the nftables
-// tables it owns. It needs no configuration beyond the build's rule syncer.
+// Cleanup removes the kernel state plinthd owns by name and would otherwise leave
+// behind: the pod network's bridge and masquerade table, then the Service proxy's
+// nftables tables. Each part is tried even when an earlier one failed.
 func Cleanup(ctx context.Context, backends Backends, logger *slog.Logger) error {
+	var errs []error
+	if err := podnet.Cleanup(ctx, podnet.CleanupConfig{}); err != nil {
+		errs = append(errs, fmt.Errorf("--cleanup: removing the pod network: %w", err))
+	} else {
+		logger.Info("removed the pod network's bridge and masquerade table")
+	}
 	if backends.NewProxyRules == nil {
-		return errors.New("--cleanup: this plinthd has no Service proxy rule syncer, so there is nothing it could have programmed")
+		errs = append(errs, errors.New("--cleanup: this plinthd has no Service proxy rule syncer, so there is nothing it could have programmed"))
+		return errors.Join(errs...)
 	}
 	rules, err := backends.NewProxyRules(logger.With("component", "proxy"))
 	if err != nil {
-		return fmt.Errorf("--cleanup: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("--cleanup: %w", err))...)
 	}
 	if err := rules.Cleanup(ctx); err != nil {
-		return fmt.Errorf("--cleanup: removing the Service proxy's nftables tables: %w", err)
+		errs = append(errs, fmt.Errorf("--cleanup: removing the Service proxy's nftables tables: %w", err))
+	} else {
+		logger.Info("removed the Service proxy's kernel state")
 	}
-	logger.Info("removed the Service proxy's kernel state")
-	return nil
+	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -34,6 +35,13 @@ var (
 		_, err := os.ReadFile("/proc/pressure/memory")
 		if err != nil {
 			return fmt.Errorf("PSI unavailable (kernel without CONFIG_PSI, or booted without psi=1): %w", err)
+		}
+		return nil
+	}}
+	// Runc needs the runc binary in PATH (scripts/install-deps.sh builds the pinned one).
+	Runc = Feature{Name: "runc", Probe: func() error {
+		if _, err := exec.LookPath("runc"); err != nil {
+			return fmt.Errorf("no runc in PATH (scripts/install-deps.sh installs it): %w", err)
 		}
 		return nil
 	}}

@@ -222,7 +222,9 @@ func startPlinthd(tb testing.TB, c *cluster, node, extraConfig string) *plinthd 
 	dir := tb.TempDir()
 	healthz := fmt.Sprintf("127.0.0.1:%d", freePort(tb))
 	config := filepath.Join(dir, "plinthd.yaml")
-	if err := os.WriteFile(config, []byte("healthzBindAddress: "+healthz+"\n"+extraConfig), 0o600); err != nil {
+	// The Service proxy stays off: it would program nftables in the machine's own
+	// network namespace.
+	if err := os.WriteFile(config, []byte("healthzBindAddress: "+healthz+"\nproxy:\n  enabled: false\n"+extraConfig), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	p := &plinthd{node: node, healthz: healthz}

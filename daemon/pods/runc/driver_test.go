@@ -1,0 +1,53 @@
+package runc
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckID(t *testing.T) {
+	for _, ok := range []string{"a", "11111111-2222-3333-4444-555555555555-app-0", "x.y_z+1"} {
+		if err := checkID(ok); err != nil {
+			t.Errorf("checkID(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-x", "../x", "a/b", strings.Repeat("a", 129), "a b"} {
+		if err := checkID(bad); err == nil {
+			t.Errorf("checkID(%q) accepted", bad)
+		}
+	}
+}
+
+func TestListSkipsAndReportsBadCheckpoints(t *testing.T) {
+	d := &Driver{cfg: Config{StateDir: t.TempDir()}}
+	if err := os.MkdirAll(filepath.Join(d.cfg.StateDir, "good"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.writeCheckpoint(Checkpoint{ID: "good", ShimPID: 7, Labels: map[string]string{"pod.uid": "u"}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.MkdirAll(filepath.Join(d.cfg.StateDir, "broken"), 0o700)
+	_ = os.WriteFile(filepath.Join(d.cfg.StateDir, "broken", checkpointFile), []byte("{"), 0o600)
+	_ = os.MkdirAll(filepath.Join(d.cfg.StateDir, ".hidden"), 0o700)
+	list, err := d.List()
+	if len(list) != 1 || list[0].ID != "good" || list[0].Labels["pod.uid"] != "u" {
+		t.Errorf("List = %+v", list)
+	}
+	if err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("List error = %v, want one naming the broken checkpoint", err)
+	}
+	if _, err := d.Checkpoint("missing"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("Checkpoint(missing) = %v", err)
+	}
+}
+
+func TestListReportsIncompleteCreates(t *testing.T) {
+	d := &Driver{cfg: Config{StateDir: t.TempDir()}}
+	_ = os.MkdirAll(filepath.Join(d.cfg.StateDir, "half-made"), 0o700)
+	list, err := d.List()
+	if len(list) != 0 || err == nil || !strings.Contains(err.Error(), "half-made") {
+		t.Errorf("List with an incomplete create = %+v, %v", list, err)
+	}
+}

@@ -1,0 +1,167 @@
+//go:build linux
+
+package pods
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/plinth/plinth/daemon/pods/sandbox"
+)
+
+// Supervisor keeps one PodWorker per pod bound to the node: the piece plinthd's pod
+// informer feeds. It owns the workers' goroutines.
+type Supervisor struct {
+	cfg *WorkerConfig
+	// gone is called once a pod's containers are stopped and removed (plinthd then
+	// confirms the deletion to the control service).
+	gone func(uid types.UID)
+
+	mu      sync.Mutex
+	workers map[types.UID]*supervised
+	wg      sync.WaitGroup
+}
+
+type supervised struct {
+	w           *PodWorker
+	cancel      context.CancelFunc
+	done        chan struct{}
+	terminating bool
+}
+
+// NewSupervisor returns a Supervisor whose workers use cfg; gone may be nil.
+func NewSupervisor(cfg *WorkerConfig, gone func(uid types.UID)) *Supervisor {
+	return &Supervisor{cfg: cfg, gone: gone, workers: map[types.UID]*supervised{}}
+}
+
+// Sync makes the workers match pods, the pods bound to this node: a new pod gets a
+// worker; a pod with a deletionTimestamp, or one no longer listed, is terminated in
+// the background with its grace period, after which gone is called. Sync never blocks
+// on a container.
+func (s *Supervisor) Sync(pods []*corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	listed := map[types.UID]*corev1.Pod{}
+	for _, p := range pods {
+		listed[p.UID] = p
+		sv, running := s.workers[p.UID]
+		switch {
+		case p.DeletionTimestamp != nil && running && !sv.terminating:
+			s.terminate(p.UID, sv, p)
+		case p.DeletionTimestamp == nil && !running && !terminal(p):
+			s.start(p)
+		}
+	}
+	for uid, sv := range s.workers {
+		if _, ok := listed[uid]; !ok && !sv.terminating {
+			s.terminate(uid, sv, nil)
+		}
+	}
+}
+
+// terminal pods (Succeeded or Failed in the API) are not started again, as kubelet.
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func (s *Supervisor) start(p *corev1.Pod) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sv := &supervised{w: NewPodWorker(s.cfg, p), cancel: cancel, done: make(chan struct{})}
+	s.workers[p.UID] = sv
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(sv.done)
+		if err := sv.w.Run(ctx); err != nil {
+			s.cfg.Logger.Error("pod worker", "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
+	}()
+}
+
+// terminate stops the worker's Run, then its containers; latest (nil when the pod is
+// gone from the API) carries the deletion's grace period.
+func (s *Supervisor) terminate(uid types.UID, sv *supervised, latest *corev1.Pod) {
+	sv.terminating = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		sv.cancel()
+		<-sv.done
+		if latest != nil {
+			sv.w.pod = latest.DeepCopy() // Run has returned: nothing else reads it now
+		}
+		if err := sv.w.Terminate(context.Background()); err != nil {
+			s.cfg.Logger.Error("terminate pod", "uid", uid, "err", err)
+			return // kept as terminating: the next plinthd retries from the checkpoints
+		}
+		s.mu.Lock()
+		delete(s.workers, uid)
+		s.mu.Unlock()
+		if s.gone != nil {
+			s.gone(uid)
+		}
+	}()
+}
+
+// Shutdown stops every worker without stopping its containers (plinthd is exiting;
+// the next one adopts them) and waits for terminations already under way.
+func (s *Supervisor) Shutdown() {
+	s.mu.Lock()
+	for _, sv := range s.workers {
+		if !sv.terminating {
+			sv.cancel()
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// RemoveOrphans deletes runtime containers whose pod is not in pods (pods deleted
+// while plinthd was down), with their pods' networks, sandboxes, cgroups and
+// directories. Call
+// it once after the first Sync.
+func (s *Supervisor) RemoveOrphans(ctx context.Context, pods []*corev1.Pod) error {
+	cps, err := s.cfg.Runtime.List()
+	known := map[string]bool{}
+	for _, p := range pods {
+		known[string(p.UID)] = true
+	}
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	orphans := map[string]bool{}
+	for _, cp := range cps {
+		uid := cp.Labels["pod.uid"]
+		if uid == "" || known[uid] {
+			continue
+		}
+		orphans[uid] = true
+		s.cfg.Logger.Info("removing orphaned container", "id", cp.ID, "pod.uid", uid)
+		// Delete kills what still runs: the pod is gone, its grace period with it.
+		if err := s.cfg.Runtime.Delete(ctx, cp.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for uid := range orphans {
+		if err := s.cfg.Network.Teardown(ctx, uid); err != nil {
+			errs = append(errs, err)
+		}
+		if err := sandbox.Remove(filepath.Join(s.cfg.SandboxDir, uid)); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.cfg.Cgroups.Remove(uid); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.RemoveAll(filepath.Join(s.cfg.PodsDir, uid)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,56 @@
+//go:build linux
+
+package kerneltest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+
+	gnft "github.com/google/nftables"
+)
+
+var probeSeq atomic.Int64
+
+var (
+	// NFTables needs nf_tables reachable over netlink (listing tables, read only).
+	NFTables = Feature{Name: "nftables", Probe: func() error {
+		c, err := gnft.New()
+		if err != nil {
+			return fmt.Errorf("nftables netlink socket: %w", err)
+		}
+		if _, err := c.ListTables(); err != nil {
+			return fmt.Errorf("listing nftables tables (kernel without nf_tables?): %w", err)
+		}
+		return nil
+	}}
+	// Veth needs veth links (created in a throwaway namespace).
+	Veth = Feature{Name: "veth", Probe: func() error { return probeLink("veth", "type", "veth", "peer", "name", "p1") }}
+	// Bridge needs bridge links.
+	Bridge = Feature{Name: "bridge", Probe: func() error { return probeLink("bridge", "type", "bridge") }}
+	// NFTBinary needs the nft command (Debian's nftables package), used by tests only to
+	// check that it can print what plinthd programs.
+	NFTBinary = Feature{Name: "nft binary", Probe: func() error {
+		_, err := exec.LookPath("nft")
+		return err
+	}}
+)
+
+// probeLink creates a link of the given kind in a throwaway network namespace.
+func probeLink(kind string, args ...string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("creating a %s link needs root", kind)
+	}
+	ns := fmt.Sprintf("plinth-probe-%d-%d", os.Getpid(), probeSeq.Add(1))
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns add: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	defer exec.Command("ip", "netns", "delete", ns).Run()
+	full := append([]string{"-n", ns, "link", "add", "p0"}, args...)
+	if out, err := exec.Command("ip", full...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link add type %s: %v: %s", kind, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
