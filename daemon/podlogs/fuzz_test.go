@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,11 +42,14 @@ func FuzzParseEntry(f *testing.F) {
 	})
 }
 
-// FuzzCopy: any file content copies without error or panic, and a byte limit is never
-// exceeded.
+// FuzzCopy: any file content copies without error or panic, a byte limit is never
+// exceeded, and a tail read backwards gives the last lines a forward reading finds.
 func FuzzCopy(f *testing.F) {
 	f.Add([]byte("2026-11-26T10:00:00Z stdout F a\n2026-11-26T10:00:01Z stderr P b\n2026-11-26T10:00:02Z stderr F c\n"), int64(2), int64(3))
 	f.Add([]byte("junk\n\n\n2026-11-26T10:00:00Z stdout P x"), int64(-1), int64(0))
+	f.Add([]byte("2026-11-26T10:00:00Z stdout P a\n2026-11-26T10:00:00Z stderr F x\n2026-11-26T10:00:00Z stdout F b\n2026-11-26T10:00:00Z stderr F y\n"), int64(1), int64(0))
+	f.Add([]byte("2026-11-26T10:00:00Z stdout P a\n2026-11-26T10:00:00Z stderr P x\n2026-11-26T10:00:00Z stdout F b\n"+
+		"2026-11-26T10:00:00Z stderr F y\n2026-11-26T10:00:00Z stdout F c\n2026-11-26T10:00:00Z stdout P d"), int64(2), int64(0))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte, tail, limit int64) {
 		path := filepath.Join(dir, "0.log")
@@ -63,5 +67,35 @@ func FuzzCopy(f *testing.F) {
 		if limit > 0 && int64(buf.Len()) > limit {
 			t.Fatalf("wrote %d bytes over the limit %d", buf.Len(), limit)
 		}
+		if tail >= 0 && limit <= 0 {
+			if want, ok := forwardTail(data, tail); ok && buf.String() != want {
+				t.Fatalf("tail %d of %q: got %q, want %q", tail, data, buf.String(), want)
+			}
+		}
 	})
+}
+
+// forwardTail is the reference: lines assembled reading forward, the last n completed
+// ones. It is not a reference (ok false) when the writer left a line unfinished: the
+// backward scan shows such a line only when it reaches it.
+func forwardTail(data []byte, n int64) (string, bool) {
+	asm := newAssembler()
+	var done []string
+	lines := bytes.Split(data, []byte{'\n'})
+	for i, l := range lines {
+		if i == len(lines)-1 {
+			break // no newline: not a line yet
+		}
+		e, err := ParseEntry(l)
+		if err != nil || len(l) > maxLineBytes {
+			continue
+		}
+		if p := asm.add(e, 0); p != nil {
+			done = append(done, string(p.text)+"\n")
+		}
+	}
+	if int64(len(done)) > n {
+		done = done[int64(len(done))-n:]
+	}
+	return strings.Join(done, ""), len(asm.pending) == 0
 }

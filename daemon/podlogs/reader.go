@@ -105,18 +105,35 @@ func ignoreLimit(err error) error {
 	return err
 }
 
-// tailStart finds where the last n whole lines begin: the offset of the first entry of
-// the oldest of them, and the offset of the entry that completes it. Lines of stdout
-// and stderr may interleave, so lines completing before that entry are skipped even
-// when they start after the offset.
+// tailStart finds where the last n whole lines begin, reading the file backwards: the
+// offset of the first entry of the oldest of them, and the offset of the entry that
+// completes that oldest line. Lines of stdout and stderr may interleave, so lines
+// completing before that entry are skipped even when they start after the offset. A
+// line the writer left unfinished is shown when the scan meets its entries; one begun
+// and abandoned before the last n lines is not (kubelet, counting entries rather than
+// lines, would show it cut short).
 func (r *Reader) tailStart(f *os.File, n int64) (start, firstEnd int64, err error) {
-	src := &lineSource{f: f}
-	asm := newAssembler()
-	type bounds struct{ start, end int64 }
-	ring := make([]bounds, 0, min(n, 4096))
-	next := 0
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	if n == 0 {
+		return fi.Size(), fi.Size(), nil
+	}
+	// Per stream: whether it has entries to keep (at or after firstEnd, or the parts of
+	// a line still unfinished at the end of the file), whether an F entry was seen yet
+	// (a P entry after the last F is such an unfinished line), and where its kept
+	// lines begin: after its last F entry before firstEnd.
+	type streamState struct {
+		kept, sawFull, bounded bool
+		begin                  int64
+	}
+	states := map[Stream]*streamState{Stdout: {}, Stderr: {}}
+	rl := newReverseLines(f, fi.Size())
+	var completed int64
+	firstEnd = -1
 	for {
-		line, off, ok, err := src.next()
+		line, off, ok, err := rl.prev()
 		if err != nil {
 			return 0, 0, err
 		}
@@ -128,31 +145,42 @@ func (r *Reader) tailStart(f *os.File, n int64) (start, firstEnd int64, err erro
 			r.logMalformed(perr)
 			continue
 		}
-		done := asm.add(e, off)
-		if done == nil || n == 0 {
+		st := states[e.Stream]
+		if firstEnd < 0 {
+			st.kept = true
+			if !e.Partial {
+				st.sawFull = true
+				if completed++; completed == n {
+					firstEnd = off
+				}
+			}
 			continue
 		}
-		b := bounds{done.start, off}
-		if int64(len(ring)) < n {
-			ring = append(ring, b)
-			continue
+		switch {
+		case e.Partial && !st.sawFull:
+			st.kept = true // part of a line the writer has not finished
+		case !e.Partial && !st.bounded:
+			st.sawFull, st.bounded, st.begin = true, true, off+int64(len(line))+1
 		}
-		ring[next] = b
-		next = (next + 1) % len(ring)
+		if (!states[Stdout].kept || states[Stdout].bounded) && (!states[Stderr].kept || states[Stderr].bounded) {
+			break
+		}
 	}
-	if n == 0 || len(ring) == 0 {
-		end := src.offset
-		return end, end, nil
+	if firstEnd < 0 {
+		// Fewer than n lines: all of them.
+		return 0, 0, nil
 	}
-	oldest := ring[next%len(ring)]
-	if int64(len(ring)) < n {
-		oldest = ring[0]
+	start = firstEnd
+	for _, st := range states {
+		switch {
+		case !st.kept:
+		case st.bounded:
+			start = min(start, st.begin)
+		default:
+			start = 0
+		}
 	}
-	start = oldest.start
-	for _, b := range ring {
-		start = min(start, b.start)
-	}
-	return start, oldest.end, nil
+	return start, firstEnd, nil
 }
 
 // drain writes every whole line available now.
