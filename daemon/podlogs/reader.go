@@ -69,6 +69,7 @@ func (r *Reader) Copy(ctx context.Context, w io.Writer, path string, o Options) 
 	}
 	defer func() { _ = f.Close() }()
 	out := &lineWriter{w: w, timestamps: o.Timestamps, remaining: o.LimitBytes, since: o.Since}
+	src := &lineSource{f: f}
 	if o.TailLines != nil {
 		start, firstEnd, err := r.tailStart(f, max(*o.TailLines, 0))
 		if err != nil {
@@ -78,9 +79,8 @@ func (r *Reader) Copy(ctx context.Context, w io.Writer, path string, o Options) 
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		out.skipEndingBefore = firstEnd
-		out.offset = start
+		src.offset = start
 	}
-	src := &lineSource{f: f, offset: out.offset}
 	err = r.drain(src, out)
 	if err == nil && o.Follow {
 		err = r.follow(ctx, path, src, out)
@@ -376,7 +376,6 @@ type lineWriter struct {
 	started   bool
 	// skipEndingBefore drops lines completed before this offset (tail).
 	skipEndingBefore int64
-	offset           int64
 	scratch          []byte
 }
 
