@@ -8,8 +8,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/plinth/plinth/control/storage"
 )
 
 // action serves POST to a resource's action subresource (pods/eviction, pods/binding).
@@ -76,6 +80,14 @@ type resourceObjects struct {
 func (o resourceObjects) Get(ctx context.Context, namespace, name string) (runtime.Object, error) {
 	obj, _, err := o.s.read(ctx, o.r, requestInfo{namespace: namespace, name: name})
 	return obj, err
+}
+
+func (o resourceObjects) List(ctx context.Context, namespace string, fieldSelector fields.Selector) ([]runtime.Object, error) {
+	if fieldSelector == nil {
+		fieldSelector = fields.Everything()
+	}
+	out, err := o.s.listPage(ctx, o.r, namespace, selector{labels: labels.Everything(), fields: fieldSelector}, 0, storage.ListOptions{})
+	return out.objects, err
 }
 
 func (o resourceObjects) Update(ctx context.Context, namespace, name string, mutate func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {

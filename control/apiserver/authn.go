@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // ClientCertAuthenticator reads the user from a client certificate the TLS layer
@@ -133,6 +135,9 @@ func resourceAttributes(req *http.Request, r *Resource, info requestInfo) Attrib
 		default:
 			a.Verb = "list"
 		}
+		if a.Verb != "get" {
+			a.Name = nameFromFieldSelector(q.Get("fieldSelector"))
+		}
 	case http.MethodPost:
 		a.Verb = "create"
 	case http.MethodPut:
@@ -148,4 +153,23 @@ func resourceAttributes(req *http.Request, r *Resource, info requestInfo) Attrib
 		a.Verb = strings.ToLower(req.Method)
 	}
 	return a
+}
+
+// nameFromFieldSelector is the object a list or watch is limited to by a field selector
+// requiring metadata.name=NAME, or "". Authorizers may then treat the request as one
+// about that object, as Kubernetes does: kubelet reads each Secret and ConfigMap its
+// pods use through a list and watch of that one name.
+func nameFromFieldSelector(selector string) string {
+	if selector == "" {
+		return ""
+	}
+	fs, err := fields.ParseSelector(selector)
+	if err != nil {
+		return "" // the list itself refuses the selector
+	}
+	name, ok := fs.RequiresExactMatch("metadata.name")
+	if !ok || len(path.IsValidPathSegmentName(name)) > 0 {
+		return ""
+	}
+	return name
 }

@@ -17,9 +17,14 @@ func fuzzNodes() *Resource {
 		New: func() runtime.Object { return &corev1.Node{} }}
 }
 
-// FuzzDecodeObject feeds request bodies to the decoder under every field validation
-// mode: it must never panic, Strict must refuse whatever Warn warns about, and what it
-// accepts must encode again.
+func fuzzSecrets() *Resource {
+	return &Resource{GroupVersion: schema.GroupVersion{Version: "v1"}, Plural: "secrets", Kind: "Secret", Namespaced: true,
+		New: func() runtime.Object { return &corev1.Secret{} }}
+}
+
+// FuzzDecodeObject feeds request bodies to the decoder as Nodes and as Secrets (whose
+// data is base64 in JSON) under every field validation mode: it must never panic,
+// Strict must refuse whatever Warn warns about, and what it accepts must encode again.
 func FuzzDecodeObject(f *testing.F) {
 	for _, seed := range []string{
 		`{"apiVersion":"v1","kind":"Node","metadata":{"name":"a","labels":{"x":"y"}}}`,
@@ -27,19 +32,24 @@ func FuzzDecodeObject(f *testing.F) {
 		`{"kind":"Pod"}`,
 		`{"metadata":{"name":"a","name":"b"}}`,
 		`[]`, `null`, `{"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}}`,
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"type":"kubernetes.io/dockerconfigjson","data":{".dockerconfigjson":"eyJhdXRocyI6e319"}}`,
+		`{"kind":"Secret","data":{"a":"not base64!"},"stringData":{"b":"x"},"immutable":true}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"1"},"binaryData":{"b":"AAE="}}`,
 	} {
 		f.Add([]byte(seed))
 	}
-	r := fuzzNodes()
+	resources := []*Resource{fuzzNodes(), fuzzSecrets()}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, warnings, warnErr := decodeObject(r, body, fieldValidationWarn)
-		obj, _, strictErr := decodeObject(r, body, fieldValidationStrict)
-		if warnErr == nil && len(warnings) > 0 && strictErr == nil {
-			t.Fatalf("Warn warned %v but Strict accepted %q", warnings, body)
-		}
-		if strictErr == nil {
-			if _, err := json.Marshal(obj); err != nil {
-				t.Fatalf("accepted object does not encode: %v", err)
+		for _, r := range resources {
+			_, warnings, warnErr := decodeObject(r, body, fieldValidationWarn)
+			obj, _, strictErr := decodeObject(r, body, fieldValidationStrict)
+			if warnErr == nil && len(warnings) > 0 && strictErr == nil {
+				t.Fatalf("%s: Warn warned %v but Strict accepted %q", r.Kind, warnings, body)
+			}
+			if strictErr == nil {
+				if _, err := json.Marshal(obj); err != nil {
+					t.Fatalf("%s: accepted object does not encode: %v", r.Kind, err)
+				}
 			}
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -64,6 +65,9 @@ type Action struct {
 // with the same semantics (validation, conflicts, graceful deletion) as the API.
 type Objects interface {
 	Get(ctx context.Context, namespace, name string) (runtime.Object, error)
+	// List reads the objects in namespace ("" for all) matching fieldSelector (nil for
+	// all), at etcd's latest revision: what a write just stored is seen.
+	List(ctx context.Context, namespace string, fieldSelector fields.Selector) ([]runtime.Object, error)
 	// Update reads the object, applies mutate and writes it back, retrying on
 	// conflicts with a fresh read.
 	Update(ctx context.Context, namespace, name string, mutate func(obj runtime.Object) (runtime.Object, error)) (runtime.Object, error)

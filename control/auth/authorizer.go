@@ -16,21 +16,32 @@ import (
 //   - every authenticated user may read discovery, /openapi, /version and the health
 //     endpoints, and everyone but bootstrappers /metrics;
 //   - a node (system:node:<name> in system:nodes) may read nodes, pods, services,
-//     endpoints, endpointslices and namespaces; create its Node and write its own Node
+//     endpoints, endpointslices and namespaces; get the Secrets and ConfigMaps that
+//     pods bound to it reference, and list or watch them one name at a time
+//     (fieldSelector=metadata.name=NAME), as Kubernetes' node authorizer allows, with
+//     the pods read from Pods at each request; create its Node and write its own Node
 //     and its status; create and write its own Lease in kube-node-lease; write the
 //     status of pods and delete pods (NodeRestriction checks they are bound to it);
+//     create mirror pods of its static pods (NodeRestriction checks the rest);
 //     create and update events (NodeRestriction checks they are about it); and
 //     request a client certificate (the handler checks it is for itself);
 //   - a bootstrapper (system:bootstrap:<id>) may only request a node certificate.
 //
 // Writes whose target is not in the URL (creates) are allowed here and checked with
 // the object by NodeRestriction.
-type Authorizer struct{}
+type Authorizer struct {
+	// Pods finds the pods bound to a node, and may be a cache that lags (PodIndex);
+	// nil refuses nodes every Secret and ConfigMap.
+	Pods NodePods
+	// LivePods, when set, is asked when Pods finds no pod referencing the object, so a
+	// pod bound a moment ago counts before a cache sees it (ObjectsNodePods).
+	LivePods NodePods
+}
 
 var _ apiserver.Authorizer = Authorizer{}
 
 // Authorize implements apiserver.Authorizer.
-func (Authorizer) Authorize(_ context.Context, a apiserver.Attributes) (bool, string) {
+func (z Authorizer) Authorize(ctx context.Context, a apiserver.Attributes) (bool, string) {
 	if a.User.InGroup(mastersGroup) {
 		return true, ""
 	}
@@ -38,7 +49,7 @@ func (Authorizer) Authorize(_ context.Context, a apiserver.Attributes) (bool, st
 		return authorizeNonResource(a)
 	}
 	if node, ok := nodeNameOf(a.User); ok {
-		return authorizeNode(node, a)
+		return z.authorizeNode(ctx, node, a)
 	}
 	if isBootstrapper(a.User) {
 		if a.Group == authapi.Group && a.Resource == authapi.NodeCertificateRequestsResource && a.Verb == "create" {
@@ -83,12 +94,16 @@ var nodeReadable = map[string]bool{
 
 func isRead(verb string) bool { return verb == "get" || verb == "list" || verb == "watch" }
 
-func authorizeNode(node string, a apiserver.Attributes) (bool, string) {
+func (z Authorizer) authorizeNode(ctx context.Context, node string, a apiserver.Attributes) (bool, string) {
 	gr := a.Group + "/" + a.Resource
 	own := a.Name == node
 	switch {
 	case a.Subresource == "" && isRead(a.Verb) && nodeReadable[gr]:
 		return true, ""
+	case gr == "/secrets" && a.Subresource == "":
+		return z.authorizeReferenced(ctx, node, secretReference, a)
+	case gr == "/configmaps" && a.Subresource == "":
+		return z.authorizeReferenced(ctx, node, configMapReference, a)
 
 	case gr == "/nodes" && a.Subresource == "" && a.Verb == "create":
 		return true, "" // the name is in the body: NodeRestriction checks it
@@ -117,6 +132,8 @@ func authorizeNode(node string, a apiserver.Attributes) (bool, string) {
 
 	case gr == "/pods" && a.Subresource == "status" && (a.Verb == "get" || a.Verb == "update" || a.Verb == "patch"),
 		gr == "/pods" && a.Subresource == "" && a.Verb == "delete",
+		// Mirror pods of the node's static pods; NodeRestriction admits only those.
+		gr == "/pods" && a.Subresource == "" && a.Verb == "create",
 		// plinthd evicts its own pods under node pressure.
 		gr == "/pods" && a.Subresource == "eviction" && a.Verb == "create":
 		return true, "" // NodeRestriction checks the pod is bound to this node

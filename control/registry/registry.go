@@ -80,6 +80,8 @@ func Resources(cfg Config) ([]*apiserver.Resource, error) {
 		Events(cfg.EventTTL),
 		Leases(),
 		EndpointSlices(),
+		Secrets(),
+		ConfigMaps(),
 	}, nil
 }
 

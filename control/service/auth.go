@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/apiserver"
@@ -27,10 +28,11 @@ const tokenGCInterval = time.Minute
 // handler beside it so both admit exactly the same users.
 type authWiring struct {
 	authenticators []apiserver.Authenticator
-	authorizer     apiserver.Authorizer
+	authorizer     *auth.Authorizer
 	admission      *auth.NodeRestriction
 	tokens         *auth.TokenStore
 	handler        *auth.Handler
+	podIndex       *auth.PodIndex // nil until bindPodIndex
 }
 
 func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, nodes *lateNodes, logger *slog.Logger) (*authWiring, error) {
@@ -39,7 +41,7 @@ func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, nodes
 		// Certificates first: a client presenting both a certificate and a token is
 		// the certificate's user.
 		authenticators: []apiserver.Authenticator{auth.CertificateAuthenticator{}, auth.TokenAuthenticator{Tokens: tokens}},
-		authorizer:     auth.Authorizer{},
+		authorizer:     &auth.Authorizer{},
 		admission:      &auth.NodeRestriction{},
 		tokens:         tokens,
 	}
@@ -54,12 +56,40 @@ func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, nodes
 	return w, nil
 }
 
-// bindPods lets NodeRestriction look up the pods that nodes' events are about, once
-// the API server (which reads them) exists. Without a pods resource, nodes may not
-// write events about pods.
+// bindPods lets NodeRestriction look up the pods that nodes' events are about and the
+// Nodes that mirror pods name as owners, and the authorizer read the pods bound to a
+// node live (whose Secrets and ConfigMaps it may read), once the API server (which
+// reads them) exists and before it serves. Without a pods resource, nodes may not write
+// events about pods; without a nodes resource, they may not create mirror pods with
+// owner references.
 func (w *authWiring) bindPods(api *apiserver.Server, reg *apiserver.Registry) {
 	if pods, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "pods"); ok {
 		w.admission.Pods = auth.ObjectsPodGetter(api.Objects(pods))
+		w.authorizer.LivePods = auth.ObjectsNodePods(api.Objects(pods))
+	}
+	if nodes, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "nodes"); ok {
+		w.admission.Nodes = auth.ObjectsNodeGetter(api.Objects(nodes))
+	}
+}
+
+// bindPodIndex gives the authorizer its cache of pods by node, fed through client (the
+// loopback client); it must run before the API serves, which then reads it. Until the
+// cache has synced, and whenever it finds no referencing pod, the authorizer reads the
+// pods live.
+func (w *authWiring) bindPodIndex(client kubernetes.Interface) error {
+	idx, err := auth.NewPodIndex(client)
+	if err != nil {
+		return err
+	}
+	w.podIndex = idx
+	w.authorizer.Pods = idx
+	return nil
+}
+
+// runPodIndex fills and follows the pod cache until ctx is done.
+func (w *authWiring) runPodIndex(ctx context.Context) {
+	if w.podIndex != nil {
+		w.podIndex.Run(ctx)
 	}
 }
 

@@ -32,6 +32,8 @@ type Options struct {
 	PodGC              podgc.Options
 	LeaderElection     LeaderElection
 	LogLevel           string
+	// ProfilingAddress, when set, serves Go's pprof profiles there, unauthenticated.
+	ProfilingAddress string
 
 	// NodeCertValidity is the lifetime of node client certificates signed at join and
 	// renewal.
@@ -111,6 +113,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader retries renewing before it gives up the loops")
 	fs.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire or renew")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&o.ProfilingAddress, "profiling-address", o.ProfilingAddress, "HOST:PORT to serve Go's pprof profiles on under /debug/pprof/, without authentication (keep it on loopback); empty serves none")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR Services get cluster IPs from (dynamic ones from above the first min(max(16, size/16), 256) addresses, which static ones prefer); at most 20 host bits")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "ports NodePort and LoadBalancer Services get node ports from, FIRST-LAST or FIRST+OFFSET")
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDRs (comma-separated, at most one IPv4 and one IPv6) Nodes get their spec.podCIDRs from; empty turns node IPAM off")
@@ -167,6 +170,11 @@ func (o *Options) Complete() error {
 	}
 	if err := o.LeaderElection.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ProfilingAddress != "" {
+		if _, _, err := net.SplitHostPort(o.ProfilingAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--profiling-address: %q is not HOST:PORT: %w", o.ProfilingAddress, err))
+		}
 	}
 	if _, err := parseLogLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)

@@ -137,6 +137,10 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		ln.Close()
 		return err
 	}
+	if err := authn.bindPodIndex(loopback); err != nil {
+		ln.Close()
+		return err
+	}
 
 	// One identity names this replica in the leader Lease and in its identity Lease.
 	hostname, err := os.Hostname()
@@ -154,7 +158,29 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return err
 	}
 
+	// Leader election has a client of its own, as in kube-controller-manager: behind
+	// the controllers' rate limiter (a burst of events, a sweep's writes) its renewals
+	// could miss the renew deadline and stop the loops of a healthy leader.
+	electionConfig := rest.CopyConfig(loopbackConfig)
+	electionConfig.QPS, electionConfig.Burst = -1, 0
+	electionClient, err := kubernetes.NewForConfig(electionConfig)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("leader election client: %w", err)
+	}
+
+	var profilingLn net.Listener
+	if o.ProfilingAddress != "" {
+		if profilingLn, err = net.Listen("tcp", o.ProfilingAddress); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s (--profiling-address): %w", o.ProfilingAddress, err)
+		}
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
+	if profilingLn != nil {
+		g.Go(func() error { return serveProfiling(gctx, profilingLn, logger.With("component", "profiling")) })
+	}
 	// The API stops serving only after the control loops stopped and the leader Lease
 	// was released through it (or 5 s passed), so another replica, or this one
 	// restarted, takes over at once instead of waiting out the Lease.
@@ -172,6 +198,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return nil
 	})
 	g.Go(func() error { authn.runTokenGC(gctx); return nil })
+	g.Go(func() error { authn.runPodIndex(gctx); return nil })
 	g.Go(func() error {
 		select {
 		case err := <-etcdErrs:
@@ -186,7 +213,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	})
 	g.Go(func() error {
 		defer close(leaderDone)
-		return runAsLeader(gctx, loopback, o.LeaderElection, metrics, logger.With("component", "leader-election"),
+		return runAsLeader(gctx, electionClient, o.LeaderElection, metrics, logger.With("component", "leader-election"),
 			func(ctx context.Context) error {
 				// Each term of leadership registers its controllers' metrics anew.
 				scoped := &scopedRegisterer{reg: metrics}

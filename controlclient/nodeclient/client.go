@@ -30,6 +30,10 @@ type Interface interface {
 	Events(namespace string) EventClient
 	Services(namespace string) ServiceClient
 	EndpointSlices(namespace string) EndpointSliceClient
+	// Secrets and ConfigMaps in namespace, which a node may read only while a pod bound
+	// to it references them (image pull secrets, volumes, env).
+	Secrets(namespace string) SecretClient
+	ConfigMaps(namespace string) ConfigMapClient
 }
 
 // NodeClient reads and writes Nodes; Patch with the subresource "status" patches status.
@@ -52,9 +56,13 @@ type LeaseClient interface {
 }
 
 // PodClient reads pods and reports their status; List and Watch with the field
-// selector spec.nodeName=<node> see the pods bound to a node.
+// selector spec.nodeName=<node> see the pods bound to a node. Create and Delete serve
+// mirror pods, the API's view of static pods (Delete with a UID precondition, so a
+// mirror pod recreated meanwhile is not the one deleted).
 type PodClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error)
+	Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error)
@@ -81,6 +89,16 @@ type ServiceClient interface {
 type EndpointSliceClient interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*discoveryv1.EndpointSliceList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// SecretClient reads one Secret.
+type SecretClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
+}
+
+// ConfigMapClient reads one ConfigMap.
+type ConfigMapClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
 }
 
 // Client is the Interface over HTTP.
@@ -198,6 +216,24 @@ func (c *Client) EndpointSlices(namespace string) EndpointSliceClient {
 		client: c.discovery, params: c.params, name: "endpointslices", namespace: namespace,
 		newObject: func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} },
 		newList:   func() *discoveryv1.EndpointSliceList { return &discoveryv1.EndpointSliceList{} },
+	}
+}
+
+// Secrets implements Interface.
+func (c *Client) Secrets(namespace string) SecretClient {
+	return resource[*corev1.Secret, *corev1.SecretList]{
+		client: c.core, params: c.params, name: "secrets", namespace: namespace,
+		newObject: func() *corev1.Secret { return &corev1.Secret{} },
+		newList:   func() *corev1.SecretList { return &corev1.SecretList{} },
+	}
+}
+
+// ConfigMaps implements Interface.
+func (c *Client) ConfigMaps(namespace string) ConfigMapClient {
+	return resource[*corev1.ConfigMap, *corev1.ConfigMapList]{
+		client: c.core, params: c.params, name: "configmaps", namespace: namespace,
+		newObject: func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
+		newList:   func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
 	}
 }
 

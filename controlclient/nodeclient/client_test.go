@@ -257,3 +257,104 @@ func podNames(pods []corev1.Pod) []string {
 	slices.Sort(out)
 	return out
 }
+
+func TestSecretAndConfigMapGets(t *testing.T) {
+	c, admin := startAPI(t)
+	ctx := testContext(t)
+	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+		StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{"registry.example":{"auth":"dTpw"}}}`},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"mode": "fast"},
+		BinaryData: map[string][]byte{"blob": {0, 255}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := c.Secrets("default").Get(ctx, "pull", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secret.Type != corev1.SecretTypeDockerConfigJson || !strings.Contains(string(secret.Data[corev1.DockerConfigJsonKey]), "registry.example") {
+		t.Fatalf("secret: type %q data %q", secret.Type, secret.Data)
+	}
+	cm, err := c.ConfigMaps("default").Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["mode"] != "fast" || string(cm.BinaryData["blob"]) != "\x00\xff" {
+		t.Fatalf("configmap: data %v binaryData %v", cm.Data, cm.BinaryData)
+	}
+	if _, err := c.Secrets("default").Get(ctx, "missing", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get of a missing Secret: %v, want NotFound", err)
+	}
+	if _, err := c.ConfigMaps("kube-system").Get(ctx, "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get of a ConfigMap in the wrong namespace: %v, want NotFound", err)
+	}
+}
+
+func TestPullSecrets(t *testing.T) {
+	c, admin := startAPI(t)
+	ctx := testContext(t)
+	for _, name := range []string{"first", "second"} {
+		if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeDockerConfigJson,
+			StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := testPod("default", "p", "node-a")
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "second"}, {Name: "missing"}, {Name: ""}, {Name: "first"}}
+	secrets, errs := nodeclient.PullSecrets(ctx, c, pod)
+	var names []string
+	for _, s := range secrets {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "second,first" {
+		t.Fatalf("pull secrets %v, want second,first in the pod's order", names)
+	}
+	if len(errs) != 1 || !apierrors.IsNotFound(errs[0]) || !strings.Contains(errs[0].Error(), `spec.imagePullSecrets[1] "missing"`) {
+		t.Fatalf("errors %v, want one NotFound naming spec.imagePullSecrets[1]", errs)
+	}
+}
+
+func TestPodCreateAndDeleteWithUIDPrecondition(t *testing.T) {
+	c, admin := startAPI(t)
+	ctx := testContext(t)
+	pods := c.Pods("kube-system")
+	mirror := testPod("kube-system", "etcd-node-a", "node-a")
+	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "abc"}
+	created, err := pods.Create(ctx, mirror, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.UID == "" || created.Annotations["kubernetes.io/config.mirror"] != "abc" {
+		t.Fatalf("Create returned %+v, want the stored pod with its UID and annotation", created.ObjectMeta)
+	}
+	if _, err := pods.Create(ctx, mirror, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("second Create: %v, want AlreadyExists", err)
+	}
+
+	stale := types.UID("not-" + string(created.UID))
+	err = pods.Delete(ctx, "etcd-node-a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &stale}})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("Delete with another pod's UID: %v, want Conflict", err)
+	}
+	if _, err := admin.CoreV1().Pods("kube-system").Get(ctx, "etcd-node-a", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the pod is gone after a refused Delete: %v", err)
+	}
+	zero := int64(0)
+	if err := pods.Delete(ctx, "etcd-node-a", metav1.DeleteOptions{GracePeriodSeconds: &zero,
+		Preconditions: &metav1.Preconditions{UID: &created.UID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Pods("kube-system").Get(ctx, "etcd-node-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after Delete with grace 0: %v, want NotFound", err)
+	}
+	if err := pods.Delete(ctx, "etcd-node-a", metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Delete of a missing pod: %v, want NotFound", err)
+	}
+}

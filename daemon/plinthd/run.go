@@ -182,9 +182,7 @@ func newClient(cfg config.Config, name string, logger *slog.Logger) (nodeclient.
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
 	}
-	restCfg.UserAgent = "plinthd/" + version.String()
-	// Requests never outlive a lease: a control service that hangs must not hang us.
-	restCfg.Timeout = time.Duration(cfg.NodeLeaseDurationSeconds) * time.Second
+	node.ConfigureClient(restCfg, time.Duration(cfg.NodeLeaseDurationSeconds)*time.Second, "plinthd/"+version.String())
 	// Only the API groups plinthd uses: the clientset of every group would cost several
 	// MiB of resident memory (see nodeclient).
 	client, err := nodeclient.New(restCfg)

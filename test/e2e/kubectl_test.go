@@ -3,6 +3,14 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,4 +324,132 @@ spec:
 			t.Fatalf("PodScheduled reason %q, want Unschedulable", got)
 		}
 	})
+
+	t.Run("secrets and configmaps", func(t *testing.T) {
+		out := mustKubectl(t, kc, "create", "secret", "docker-registry", "pull", "--docker-server=registry.example:5000",
+			"--docker-username=robot", "--docker-password=hunter2", "--docker-email=robot@example.com")
+		if !strings.Contains(out, "secret/pull created") {
+			t.Fatalf("create secret docker-registry: %s", out)
+		}
+		mustKubectl(t, kc, "create", "secret", "generic", "creds", "--from-literal=user=admin", "--from-literal=password=s3cret")
+		certFile, keyFile := writeKeyPair(t)
+		mustKubectl(t, kc, "create", "secret", "tls", "web-tls", "--cert="+certFile, "--key="+keyFile)
+
+		out = mustKubectl(t, kc, "get", "secrets")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if strings.Join(strings.Fields(lines[0]), " ") != "NAME TYPE DATA AGE" {
+			t.Fatalf("get secrets header:\n%s", out)
+		}
+		rows := map[string]string{}
+		for _, l := range lines[1:] {
+			f := strings.Fields(l)
+			rows[f[0]] = strings.Join(f[1:3], " ")
+		}
+		for name, want := range map[string]string{"pull": "kubernetes.io/dockerconfigjson 1", "creds": "Opaque 2", "web-tls": "kubernetes.io/tls 2"} {
+			if rows[name] != want {
+				t.Fatalf("get secrets row %s = %q, want %q:\n%s", name, rows[name], want, out)
+			}
+		}
+		cfg := mustKubectl(t, kc, "get", "secret", "pull", "-o", `jsonpath={.data.\.dockerconfigjson}`)
+		decoded, err := base64.StdEncoding.DecodeString(cfg)
+		if err != nil || !strings.Contains(string(decoded), `"registry.example:5000"`) || !strings.Contains(string(decoded), `"robot"`) {
+			t.Fatalf(".dockerconfigjson = %q (%v)", decoded, err)
+		}
+		if got := mustKubectl(t, kc, "get", "secrets", "--field-selector=type=kubernetes.io/tls", "-o", "name"); strings.TrimSpace(got) != "secret/web-tls" {
+			t.Fatalf("secrets of type tls: %q", got)
+		}
+
+		// A manifest with stringData is applied with validation; data holds it afterwards.
+		manifest := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: applied\n  namespace: default\nstringData:\n  token: abc\n"
+		mustKubectl(t, kc, "apply", "-f", writeManifest(t, "secret.yaml", manifest))
+		if got := mustKubectl(t, kc, "get", "secret", "applied", "-o", "jsonpath={.data.token}"); got != base64.StdEncoding.EncodeToString([]byte("abc")) {
+			t.Fatalf("applied stringData: data.token = %q", got)
+		}
+		if _, err := kubectl(t, kc, "apply", "-f", writeManifest(t, "bad-secret.yaml", manifest+"bogusField: 1\n")); err == nil || !strings.Contains(err.Error(), "bogusField") {
+			t.Fatalf("apply of a secret with an unknown field: %v", err)
+		}
+		bad := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: broken\n  namespace: default\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  config.json: '{}'\n"
+		if _, err := kubectl(t, kc, "apply", "-f", writeManifest(t, "broken.yaml", bad)); err == nil || !strings.Contains(err.Error(), "data[.dockerconfigjson]") {
+			t.Fatalf("apply of a dockerconfigjson secret without its key: %v", err)
+		}
+
+		mustKubectl(t, kc, "create", "configmap", "settings", "--from-literal=mode=fast", "--from-literal=level=3")
+		out = mustKubectl(t, kc, "get", "cm", "settings")
+		if h := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(h, " ") != "NAME DATA AGE" || !strings.Contains(out, "settings") {
+			t.Fatalf("get cm:\n%s", out)
+		}
+		yaml := mustKubectl(t, kc, "get", "cm", "settings", "-o", "yaml")
+		for _, want := range []string{"kind: ConfigMap", "mode: fast", `level: "3"`, "name: settings"} {
+			if !strings.Contains(yaml, want) {
+				t.Fatalf("get cm -o yaml lacks %q:\n%s", want, yaml)
+			}
+		}
+	})
+
+	t.Run("a node reads only the secrets its pods use", func(t *testing.T) {
+		nodeKC := c.nodeKubeconfig(t, "compat-node")
+		if _, err := kubectl(t, nodeKC, "get", "secret", "pull"); err == nil || !strings.Contains(err.Error(), "no pod bound to node compat-node references secret default/pull") {
+			t.Fatalf("node get of a secret no pod of it uses: %v", err)
+		}
+		puller := `apiVersion: v1
+kind: Pod
+metadata:
+  name: puller
+  namespace: default
+spec:
+  nodeName: compat-node
+  terminationGracePeriodSeconds: 0
+  imagePullSecrets:
+  - name: pull
+  containers:
+  - name: app
+    image: registry.example:5000/app:1
+    envFrom:
+    - configMapRef:
+        name: settings
+`
+		mustKubectl(t, kc, "apply", "-f", writeManifest(t, "puller.yaml", puller))
+		// At once: the authorizer reads the pods live when its cache has not seen the pod.
+		if got := mustKubectl(t, nodeKC, "get", "secret", "pull", "-o", "name"); strings.TrimSpace(got) != "secret/pull" {
+			t.Fatalf("node get of its pod's pull secret: %q", got)
+		}
+		if got := mustKubectl(t, nodeKC, "get", "cm", "settings", "-o", "name"); strings.TrimSpace(got) != "configmap/settings" {
+			t.Fatalf("node get of its pod's configmap: %q", got)
+		}
+		if _, err := kubectl(t, nodeKC, "get", "secrets"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+			t.Fatalf("node list of all secrets: %v", err)
+		}
+		if _, err := kubectl(t, nodeKC, "delete", "secret", "pull"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+			t.Fatalf("node delete of its pod's secret: %v", err)
+		}
+		mustKubectl(t, kc, "delete", "pod", "puller", "--grace-period=0", "--force")
+		took := eventually(t, 5*time.Second, "the node refused the secret of its deleted pod", func() (bool, string) {
+			out, err := kubectl(t, nodeKC, "get", "secret", "pull")
+			return err != nil && strings.Contains(err.Error(), "Forbidden"), out
+		})
+		t.Logf("access ended %v after the pod's deletion (kubectl's own start-up included)", took)
+	})
+}
+
+// writeKeyPair writes a self-signed certificate and its key, as PEM files, for kubectl
+// create secret tls (which checks that they belong together).
+func writeKeyPair(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "web.example"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"web.example"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile = writeManifest(t, "tls.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyFile = writeManifest(t, "tls.key", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
+	return certFile, keyFile
 }

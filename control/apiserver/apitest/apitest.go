@@ -1,7 +1,8 @@
 // Package apitest serves the control service's API for other packages' tests: a real
 // embedded etcd in a temporary directory, the generic API server with the registry's
 // resources, plain HTTP on loopback, and every request authenticated as an
-// administrator (authentication and authorization have their own tests).
+// administrator (authentication and authorization have their own tests), unless the
+// test gives its own authenticators and authorizer.
 //
 // It owns the etcd and the HTTP server it starts and stops both in t.Cleanup.
 package apitest
@@ -35,6 +36,13 @@ type Options struct {
 	BookmarkInterval time.Duration
 	// SkipDefaultNamespaces leaves the namespaces out (for resources without them).
 	SkipDefaultNamespaces bool
+	// Authenticators replace the default, which makes every request an administrator's.
+	Authenticators []apiserver.Authenticator
+	// Authorizer decides requests; nil allows everything. Bind, when set, runs once the
+	// server exists and before it serves, as the control service binds its authorizer
+	// and admission to the stored pods.
+	Authorizer apiserver.Authorizer
+	Bind       func(api *apiserver.Server, reg *apiserver.Registry)
 }
 
 // Server is a running API.
@@ -83,13 +91,20 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.BookmarkInterval == 0 {
 		opts.BookmarkInterval = 200 * time.Millisecond
 	}
+	authenticators := opts.Authenticators
+	if authenticators == nil {
+		authenticators = []apiserver.Authenticator{admin{}}
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Version: version.Info{GitVersion: "v1.33.0-plinth"},
 		BookmarkInterval: opts.BookmarkInterval, OpenAPI: true,
-		Authenticators: []apiserver.Authenticator{admin{}}, Admitters: opts.Admitters,
+		Authenticators: authenticators, Authorizer: opts.Authorizer, Admitters: opts.Admitters,
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts.Bind != nil {
+		opts.Bind(srv, reg)
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -436,5 +437,37 @@ func TestLeaseRenewalBetweenDecisionAndWriteWins(t *testing.T) {
 	}
 	if got := h.statusWrites(); got != 1 {
 		t.Fatalf("status writes = %d once the renewal is old, want 1", got)
+	}
+}
+
+// A sweep over healthy nodes whose taints are already right sends nothing to the API.
+// Reading every node fresh before deciding there was nothing to write made a sweep of
+// 1,000 nodes a thousand GETs, about ten seconds behind the loopback client's rate
+// limit, during which silent nodes waited to be marked.
+func TestSweepOfSettledNodesSendsNoRequests(t *testing.T) {
+	h := newHarness(t)
+	names := h.newNodesIn("settled", "", 200)
+	for _, name := range names {
+		h.renewLease(name)
+	}
+	h.sweep()
+	h.step(10 * time.Second)
+	for _, name := range names {
+		h.renewLease(name)
+	}
+	before := len(h.client.Actions())
+	h.sweep()
+	if got := h.client.Actions()[before:]; len(got) != 0 {
+		t.Fatalf("sweep of 200 healthy nodes sent %d requests, want none; first: %s %s", len(got), got[0].GetVerb(), got[0].GetResource())
+	}
+	// A node that does need a taint still gets it, written from a fresh read.
+	h.report(names[0], v1.ConditionFalse)
+	gets := h.actions("get")
+	h.sweep()
+	if got := h.noSchedule(names[0]); !slices.Contains(got, v1.TaintNodeNotReady) {
+		t.Fatalf("NoSchedule taints of the not-ready node: %v, want %s", got, v1.TaintNodeNotReady)
+	}
+	if h.actions("get") == gets {
+		t.Error("the taint write did not read the node fresh")
 	}
 }

@@ -42,6 +42,14 @@ func (c clientset) EndpointSlices(namespace string) nodeclient.EndpointSliceClie
 	return c.cs.DiscoveryV1().EndpointSlices(namespace)
 }
 
+func (c clientset) Secrets(namespace string) nodeclient.SecretClient {
+	return c.cs.CoreV1().Secrets(namespace)
+}
+
+func (c clientset) ConfigMaps(namespace string) nodeclient.ConfigMapClient {
+	return c.cs.CoreV1().ConfigMaps(namespace)
+}
+
 // IsWatchListSemanticsUnSupported passes on the clientset's answer, so that
 // nodeclient's ListerWatchers tell a reflector over a fake clientset (which cannot
 // stream watch lists) to list and then watch.

@@ -1,0 +1,400 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/plinth/plinth/control/pki"
+	"github.com/plinth/plinth/test/nodesim"
+)
+
+const (
+	// fleetGrace is --node-monitor-grace-period: the Lease duration (40 s) rather than
+	// the default 50 s, to keep the run short. It still allows three missed renewals.
+	fleetGrace = 40 * time.Second
+	// fleetWindow is how long the steady state is measured.
+	fleetWindow = 60 * time.Second
+)
+
+// fleetSizes are 1,000 and 5,000 nodes, or PLINTH_BENCH_NODES (comma-separated).
+func fleetSizes(b *testing.B) []int {
+	env := os.Getenv("PLINTH_BENCH_NODES")
+	if env == "" {
+		return []int{1000, 5000}
+	}
+	var out []int
+	for _, s := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 10 {
+			b.Fatalf("PLINTH_BENCH_NODES: %q is not a node count of at least 10", s)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// BenchmarkNodeFleet runs plinth-control as its own process (embedded etcd, TLS) and
+// the node simulator in this one: each simulated node is plinthd's node agent with its
+// own client certificate and connection, registering its Node, renewing its Lease every
+// 10 s (40 s lease; starts spread over 10 s) and checking its status every 10 s. For
+// each fleet size it reports, over a 60 s steady-state window, the control service's
+// CPU (cores) and RSS from /proc and the Lease update latency the nodes see; then it
+// stops a sample of nodes, each right after a heartbeat, and reports the error between
+// when the control service marks each Ready=Unknown (seen through a watch) and the
+// node's stop plus the grace period.
+//
+// PLINTH_BENCH_PROFILE_DIR, when set, receives a 30 s CPU profile and a heap profile of
+// plinth-control from the window.
+func BenchmarkNodeFleet(b *testing.B) {
+	for _, n := range fleetSizes(b) {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchFleet(b, n) })
+	}
+}
+
+func benchFleet(b *testing.B, size int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.Logf("load average at start: %s", loadAverage())
+	control := startControlProcess(b, "--node-monitor-grace-period", fleetGrace.String())
+	admin, err := control.client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	authority, err := pki.LoadOrCreate(filepath.Join(control.dataDir, "pki"), pki.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	warnings := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if !testing.Verbose() {
+		// client-go logs every request a stopping node abandons.
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	} else {
+		warnings = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	sim, err := nodesim.New(nodesim.Options{
+		Credentials: nodesim.AuthorityCredentials(authority, control.server),
+		Seed:        uint64(size), Logger: warnings,
+		// A fleet does not boot within one renew interval: registration (five
+		// requests a node) is spread at 100 nodes/s. Heartbeats stay evenly spread
+		// over the 10 s renew interval either way.
+		StartSpread: max(10*time.Second, time.Duration(size)*10*time.Millisecond),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Stop()
+	names := make([]string, size)
+	for i := range names {
+		names[i] = fmt.Sprintf("sim-%05d", i)
+	}
+	b.ResetTimer()
+	started := time.Now()
+	nodes, err := sim.Start(ctx, names...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitFleetReady(b, admin, nodes, 5*time.Minute)
+	b.Logf("%d nodes registered and heartbeating after %s", size, time.Since(started).Round(time.Second))
+
+	// Steady state: one renewal round to settle, then the window.
+	time.Sleep(10 * time.Second)
+	sim.Recorder().Reset()
+	pid := control.cmd.Process.Pid
+	loadStart := loadAverage()
+	cpuStart, err := cpuTime(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	simCPUStart, _ := cpuTime(0)
+	waitStart := runQueueWait(pid)
+	var profiles sync.WaitGroup
+	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
+		profiles.Go(func() {
+			fetchProfile(b, control.profiling, "profile?seconds=30", filepath.Join(dir, fmt.Sprintf("control-cpu-%d.pprof", size)))
+		})
+	}
+	windowStart := time.Now()
+	var maxRSS, anonAtMax int64
+	for time.Since(windowStart) < fleetWindow {
+		time.Sleep(time.Second)
+		if rss, err := memoryKiB(pid, "VmRSS"); err == nil && rss > maxRSS {
+			maxRSS = rss
+			anonAtMax, _ = memoryKiB(pid, "RssAnon")
+		}
+	}
+	window := time.Since(windowStart)
+	cpuEnd, err := cpuTime(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	simCPUEnd, _ := cpuTime(0)
+	waited := runQueueWait(pid) - waitStart
+	goMemory := runtimeMetrics(ctx, admin, "go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_next_gc_bytes")
+	lease := sim.Recorder().Summary(nodesim.LeaseUpdate)
+	nodeGet := sim.Recorder().Summary(nodesim.NodeGet)
+	loadEnd := loadAverage()
+	profiles.Wait()
+	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
+		fetchProfile(b, control.profiling, "heap", filepath.Join(dir, fmt.Sprintf("control-heap-%d.pprof", size)))
+	}
+
+	detection := measureDetection(ctx, b, admin, nodes, max(20, size/100))
+	peakRSS, _ := memoryKiB(pid, "VmHWM")
+	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
+		if data, err := os.ReadFile(control.log); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("control-%d.log", size)), data, 0o644)
+		}
+	}
+	b.StopTimer()
+
+	cores := cpuEnd.Seconds() - cpuStart.Seconds()
+	cores /= window.Seconds()
+	simCores := (simCPUEnd - simCPUStart).Seconds() / window.Seconds()
+	b.Logf("window %s, load average %s -> %s: control %.2f cores, RSS max %d MiB (%d MiB anonymous, the rest mostly etcd's mapped database; peak over the run %d MiB); simulator %.2f cores",
+		window.Round(time.Second), loadStart, loadEnd, cores, maxRSS/1024, anonAtMax/1024, peakRSS/1024, simCores)
+	b.Logf("control's threads waited %.1f s for a CPU during the window (runnable, not running; %.2f s per second of CPU they got)",
+		waited.Seconds(), waited.Seconds()/max(cpuEnd.Seconds()-cpuStart.Seconds(), 0.001))
+	b.Logf("control's Go runtime at the window's end: %s", goMemory)
+	b.Logf("Lease updates: %d (%.0f/s), %d failed, p50 %s, p99 %s, max %s; Node reads: %d, %d failed, p99 %s",
+		lease.Count, float64(lease.Count)/window.Seconds(), lease.Failures, ms(lease.P50), ms(lease.P99), ms(lease.Max),
+		nodeGet.Count, nodeGet.Failures, ms(nodeGet.P99))
+	b.Logf("detection of %d stopped nodes: error against stop + %s: %s; against last renewal seen + %s: %s; %d not marked; %d running nodes wrongly marked",
+		detection.stopped, fleetGrace, detection.vsStop, fleetGrace, detection.vsRenewal, detection.unmarked, detection.falseUnknown)
+	b.ReportMetric(cores, "control-cores")
+	b.ReportMetric(waited.Seconds()/window.Seconds(), "control-runqueue-wait-s/s")
+	b.ReportMetric(float64(maxRSS)/1024, "control-rss-MiB")
+	b.ReportMetric(float64(anonAtMax)/1024, "control-anon-MiB")
+	b.ReportMetric(float64(lease.Count)/window.Seconds(), "lease-updates/s")
+	b.ReportMetric(msf(lease.P50), "lease-p50-ms")
+	b.ReportMetric(msf(lease.P99), "lease-p99-ms")
+	b.ReportMetric(float64(lease.Failures), "lease-failures")
+	b.ReportMetric(msf(detection.vsStop.p50), "detect-err-p50-ms")
+	b.ReportMetric(msf(detection.vsStop.maxAbs), "detect-abs-err-max-ms")
+	b.ReportMetric(msf(detection.vsRenewal.maxAbs), "detect-renewal-abs-err-max-ms")
+	b.ReportMetric(float64(detection.unmarked+detection.falseUnknown), "detect-wrong")
+}
+
+// waitFleetReady waits until every node has heartbeaten and the API lists them all
+// with Ready=True.
+func waitFleetReady(b *testing.B, admin kubernetes.Interface, nodes []*nodesim.Node, timeout time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		beating := 0
+		for _, n := range nodes {
+			if !n.LastHeartbeat().IsZero() {
+				beating++
+			}
+		}
+		ready := 0
+		if beating == len(nodes) {
+			list, err := admin.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+			if err == nil {
+				for i := range list.Items {
+					if readyStatus(&list.Items[i]) == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			if ready == len(nodes) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("after %s: %d of %d nodes heartbeating, %d Ready", timeout, beating, len(nodes), ready)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func readyStatus(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// errorStats summarise detection errors.
+type errorStats struct {
+	p50, min, max, maxAbs time.Duration
+}
+
+func summarise(errs []time.Duration) errorStats {
+	if len(errs) == 0 {
+		return errorStats{}
+	}
+	slices.Sort(errs)
+	return errorStats{p50: nodesim.Percentile(errs, 0.5), min: errs[0], max: errs[len(errs)-1],
+		maxAbs: max(errs[len(errs)-1], -errs[0])}
+}
+
+func (e errorStats) String() string {
+	return fmt.Sprintf("p50 %s, min %s, max %s", ms(e.p50), ms(e.min), ms(e.max))
+}
+
+type detectionResult struct {
+	stopped, unmarked, falseUnknown int
+	// vsStop: mark - (stop + grace), the stop being when the node's last heartbeat got
+	// its response. vsRenewal: mark - (last renewal + grace), the renewal as this
+	// process saw it through a watch of the Leases, the way the controller sees it.
+	vsStop, vsRenewal errorStats
+}
+
+// measureDetection stops sample random nodes, each at its next heartbeat, and watches
+// Nodes for their Ready=Unknown marks and Leases for their renewals. Each mark's error
+// is taken against the stop plus the grace period, and against the last renewal seen
+// plus the grace period. The first includes how late the node itself got its last
+// response (on a busy machine, up to a second after the control service had it); the
+// second shares the controller's view of the heartbeat and so measures the controller.
+// Running nodes marked Unknown are counted too.
+func measureDetection(ctx context.Context, b *testing.B, admin kubernetes.Interface, nodes []*nodesim.Node, sample int) detectionResult {
+	b.Helper()
+	nodeList, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodeWatch, err := admin.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: nodeList.ResourceVersion})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nodeWatch.Stop()
+	leases := admin.CoordinationV1().Leases("kube-node-lease")
+	leaseList, err := leases.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	leaseWatch, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: leaseList.ResourceVersion})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer leaseWatch.Stop()
+
+	rng := rand.New(rand.NewPCG(uint64(len(nodes)), 7))
+	chosen := map[string]*nodesim.Node{}
+	for _, i := range rng.Perm(len(nodes))[:sample] {
+		chosen[nodes[i].Name] = nodes[i]
+		nodes[i].StopAtNextHeartbeat()
+	}
+	marked := map[string]time.Time{}
+	renewed := map[string]time.Time{}
+	falseUnknown := map[string]bool{}
+	// Every chosen node stops within one renew interval; its mark is due a grace
+	// period after that.
+	deadline := time.After(10*time.Second + fleetGrace + 30*time.Second)
+watching:
+	for len(marked) < len(chosen) {
+		select {
+		case ev, ok := <-leaseWatch.ResultChan():
+			if !ok {
+				b.Fatal("lease watch ended")
+			}
+			if l, ok := ev.Object.(*coordinationv1.Lease); ok && chosen[l.Name] != nil && ev.Type != watch.Deleted {
+				renewed[l.Name] = time.Now()
+			}
+		case ev, ok := <-nodeWatch.ResultChan():
+			if !ok {
+				b.Fatal("node watch ended")
+			}
+			if ev.Type != watch.Modified {
+				continue
+			}
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || readyStatus(n) != corev1.ConditionUnknown {
+				continue
+			}
+			if _, ok := chosen[n.Name]; !ok {
+				falseUnknown[n.Name] = true
+				continue
+			}
+			if _, seen := marked[n.Name]; !seen {
+				marked[n.Name] = time.Now()
+			}
+		case <-deadline:
+			break watching
+		}
+	}
+	var vsStop, vsRenewal []time.Duration
+	for name, at := range marked {
+		stopped := chosen[name].StoppedAt()
+		if stopped.IsZero() {
+			b.Fatalf("node %s marked Unknown but never stopped", name)
+		}
+		vsStop = append(vsStop, at.Sub(stopped.Add(fleetGrace)))
+		line := fmt.Sprintf("%s stopped %s, marked Unknown %s: error %s", name, stopped.Format("15:04:05.000"), at.Format("15:04:05.000"), ms(at.Sub(stopped.Add(fleetGrace))))
+		if r, ok := renewed[name]; ok {
+			vsRenewal = append(vsRenewal, at.Sub(r.Add(fleetGrace)))
+			line += fmt.Sprintf("; last renewal seen %s: error %s", r.Format("15:04:05.000"), ms(at.Sub(r.Add(fleetGrace))))
+		}
+		if testing.Verbose() {
+			b.Log(line)
+		}
+	}
+	return detectionResult{stopped: len(chosen), unmarked: len(chosen) - len(marked), falseUnknown: len(falseUnknown),
+		vsStop: summarise(vsStop), vsRenewal: summarise(vsRenewal)}
+}
+
+func fetchProfile(b *testing.B, addr, what, out string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + what)
+	if err != nil {
+		b.Logf("profile %s: %v", what, err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(out)
+	if err != nil {
+		b.Logf("profile %s: %v", what, err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Logf("profile %s: %v", what, err)
+	}
+}
+
+func ms(d time.Duration) string   { return d.Round(100 * time.Microsecond).String() }
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runtimeMetrics reads the named unlabelled samples from the control service's /metrics,
+// formatted for the log (bytes in MiB).
+func runtimeMetrics(ctx context.Context, admin kubernetes.Interface, names ...string) string {
+	raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		for _, name := range names {
+			v, ok := strings.CutPrefix(line, name+" ")
+			if !ok {
+				continue
+			}
+			if f, err := strconv.ParseFloat(v, 64); err == nil && strings.HasSuffix(name, "_bytes") {
+				v = fmt.Sprintf("%.0f MiB", f/(1<<20))
+			}
+			out = append(out, name+"="+v)
+		}
+	}
+	return strings.Join(out, " ")
+}
