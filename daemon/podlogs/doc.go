@@ -10,6 +10,7 @@
 // Locator finds the files under the pod log root,
 // <root>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log.
 //
-// It owns nothing but the files it opens for reading and closes them; it never writes.
-// It has no kernel code, so the pod runtime, the node API and tests share it.
+// Lines are parsed by daemon/pods/crilog, the pod runtime's writer of the format, so
+// reader and writer agree on it. It owns nothing but the files it opens for reading and
+// closes them; it never writes. It has no kernel code.
 package podlogs

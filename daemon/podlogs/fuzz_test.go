@@ -8,36 +8,50 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plinth/plinth/daemon/pods/crilog"
 )
 
-// FuzzParseEntry: any line parses or fails with an error, and a parsed entry formats
-// back to a line that parses the same.
-func FuzzParseEntry(f *testing.F) {
+// FuzzParseRecord: any line parses with crilog's parser (the one Copy uses) or fails
+// with an error; a parsed record formats back to a line that parses the same, and a
+// full record written by crilog's writer reads back as itself.
+func FuzzParseRecord(f *testing.F) {
 	for _, s := range []string{
 		"2026-11-26T10:00:00.123456789Z stdout F hello",
 		"2026-11-26T10:00:00Z stderr P part",
-		"2026-11-26T10:00:00+01:00 stdout F:x ",
+		"2026-11-26T10:00:00+01:00 stdout F ",
 		"2026-11-26T10:00:00Z stdout F",
-		"", " ", "x y z w", "2026-11-26T10:00:00Z stdout Q x",
+		"", " ", "x y z w", "2026-11-26T10:00:00Z stdout Q x", "2026-11-26T10:00:00Z stdout F:x y",
 	} {
-		f.Add([]byte(s))
+		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		e, err := ParseEntry(line)
+	f.Fuzz(func(t *testing.T, line string) {
+		rec, err := crilog.ParseRecord(line)
 		if err != nil {
 			return
 		}
 		tag := "F"
-		if e.Partial {
+		if rec.Partial {
 			tag = "P"
 		}
-		again := append([]byte(e.Time.Format(time.RFC3339Nano)+" "+string(e.Stream)+" "+tag+" "), e.Content...)
-		e2, err := ParseEntry(again)
+		again := rec.Time.Format(time.RFC3339Nano) + " " + rec.Stream + " " + tag + " " + rec.Content
+		rec2, err := crilog.ParseRecord(again)
 		if err != nil {
 			t.Fatalf("reformatted %q does not parse: %v", again, err)
 		}
-		if !e2.Time.Equal(e.Time) || e2.Stream != e.Stream || e2.Partial != e.Partial || !bytes.Equal(e2.Content, e.Content) {
-			t.Fatalf("round trip of %q changed %+v to %+v", line, e, e2)
+		if !rec2.Time.Equal(rec.Time) || rec2.Stream != rec.Stream || rec2.Partial != rec.Partial || rec2.Content != rec.Content {
+			t.Fatalf("round trip of %q changed %+v to %+v", line, rec, rec2)
+		}
+		if rec.Partial || strings.Contains(rec.Content, "\n") || len(rec.Content) >= crilog.MaxLineBytes {
+			return
+		}
+		var buf bytes.Buffer
+		if err := crilog.NewWriter(&buf, func() time.Time { return rec.Time }).Copy(rec.Stream, strings.NewReader(rec.Content+"\n")); err != nil {
+			t.Fatal(err)
+		}
+		written, err := crilog.ParseRecord(strings.TrimSuffix(buf.String(), "\n"))
+		if err != nil || !written.Time.Equal(rec.Time) || written.Content != rec.Content || written.Partial {
+			t.Fatalf("crilog wrote %q for %+v, which reads back as %+v, %v", buf.String(), rec, written, err)
 		}
 	})
 }
@@ -86,7 +100,7 @@ func forwardTail(data []byte, n int64) (string, bool) {
 		if i == len(lines)-1 {
 			break // no newline: not a line yet
 		}
-		e, err := ParseEntry(l)
+		e, err := crilog.ParseRecord(string(l))
 		if err != nil || len(l) > maxLineBytes {
 			continue
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/plinth/plinth/daemon/pods/crilog"
 )
 
 // DefaultPollInterval is how often a followed file is checked for new entries and for
@@ -128,7 +130,7 @@ func (r *Reader) tailStart(f *os.File, n int64) (start, firstEnd int64, err erro
 		kept, sawFull, bounded bool
 		begin                  int64
 	}
-	states := map[Stream]*streamState{Stdout: {}, Stderr: {}}
+	states := map[string]*streamState{crilog.Stdout: {}, crilog.Stderr: {}}
 	rl := newReverseLines(f, fi.Size())
 	var completed int64
 	firstEnd = -1
@@ -140,7 +142,7 @@ func (r *Reader) tailStart(f *os.File, n int64) (start, firstEnd int64, err erro
 		if !ok {
 			break
 		}
-		e, perr := ParseEntry(line)
+		e, perr := crilog.ParseRecord(string(line))
 		if perr != nil {
 			r.logMalformed(perr)
 			continue
@@ -162,7 +164,7 @@ func (r *Reader) tailStart(f *os.File, n int64) (start, firstEnd int64, err erro
 		case !e.Partial && !st.bounded:
 			st.sawFull, st.bounded, st.begin = true, true, off+int64(len(line))+1
 		}
-		if (!states[Stdout].kept || states[Stdout].bounded) && (!states[Stderr].kept || states[Stderr].bounded) {
+		if (!states[crilog.Stdout].kept || states[crilog.Stdout].bounded) && (!states[crilog.Stderr].kept || states[crilog.Stderr].bounded) {
 			break
 		}
 	}
@@ -190,7 +192,7 @@ func (r *Reader) drain(src *lineSource, out *lineWriter) error {
 		if err != nil || !ok {
 			return err
 		}
-		e, perr := ParseEntry(line)
+		e, perr := crilog.ParseRecord(string(line))
 		if perr != nil {
 			r.logMalformed(perr)
 			continue
@@ -336,21 +338,21 @@ func (s *lineSource) next() (line []byte, offset int64, ok bool, err error) {
 
 // assembler merges partial entries into lines, per stream.
 type assembler struct {
-	pending map[Stream]*partialLine
+	pending map[string]*partialLine
 }
 
 type partialLine struct {
 	time   time.Time
 	start  int64
-	stream Stream
+	stream string
 	text   []byte
 }
 
-func newAssembler() *assembler { return &assembler{pending: map[Stream]*partialLine{}} }
+func newAssembler() *assembler { return &assembler{pending: map[string]*partialLine{}} }
 
 // add takes entry e found at offset and returns the line it completed, or nil when e
 // is partial.
-func (a *assembler) add(e Entry, offset int64) *partialLine {
+func (a *assembler) add(e crilog.Record, offset int64) *partialLine {
 	p := a.pending[e.Stream]
 	if p == nil {
 		p = &partialLine{time: e.Time, start: offset, stream: e.Stream}
@@ -379,7 +381,7 @@ type lineWriter struct {
 	scratch          []byte
 }
 
-func (lw *lineWriter) entry(e Entry, offset int64) error {
+func (lw *lineWriter) entry(e crilog.Record, offset int64) error {
 	if !lw.started {
 		lw.started, lw.limited, lw.asm = true, lw.remaining > 0, newAssembler()
 	}
@@ -423,7 +425,7 @@ func (lw *lineWriter) flushPartial() error {
 	if lw.asm == nil {
 		return nil
 	}
-	for _, s := range []Stream{Stdout, Stderr} {
+	for _, s := range []string{crilog.Stdout, crilog.Stderr} {
 		if p := lw.asm.pending[s]; p != nil {
 			delete(lw.asm.pending, s)
 			if err := lw.write(p); err != nil {

@@ -270,20 +270,3 @@ func TestFollowEndsWhenStopped(t *testing.T) {
 		t.Fatalf("Copy: %v", err)
 	}
 }
-
-func TestParseEntryErrors(t *testing.T) {
-	for line, want := range map[string]string{
-		"nospace":                             "no space after the time",
-		"yesterday stdout F x":                "not an RFC 3339 time",
-		"2026-11-26T10:00:00Z stdout":         "no space after the stream",
-		"2026-11-26T10:00:00Z stdin F x":      `stream "stdin"`,
-		"2026-11-26T10:00:00Z stdout X x":     `tag "X"`,
-		"2026-11-26T10:00:00Z stdout P:foo x": "",
-		"2026-11-26T10:00:00Z stderr F":       "",
-	} {
-		_, err := ParseEntry([]byte(line))
-		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
-			t.Errorf("ParseEntry(%q) = %v, want %q", line, err, want)
-		}
-	}
-}
