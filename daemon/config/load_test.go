@@ -402,6 +402,9 @@ evictionEvaluationInterval: 500ms
 nodefsPath: /srv/plinth/pods
 imagefsPath: /srv/images
 podsCgroup: /plinth-pods
+nodeAPIBindAddress: "127.0.0.1:10350"
+tlsCertFile: /srv/plinth/serving.pem
+podLogsDir: /srv/logs
 minimumContainerTTLDuration: 30s
 maximumDeadContainersPerContainer: 2
 maximumDeadContainers: 100
@@ -447,6 +450,9 @@ proxy:
 		NodefsPath:                       "/srv/plinth/pods",
 		ImagefsPath:                      "/srv/images",
 		PodsCgroup:                       "/plinth-pods",
+		NodeAPIBindAddress:               "127.0.0.1:10350",
+		TLSCertFile:                      "/srv/plinth/serving.pem",
+		PodLogsDir:                       "/srv/logs",
 
 		MinimumContainerTTLDuration:       metav1.Duration{Duration: 30 * time.Second},
 		MaximumDeadContainersPerContainer: 2,

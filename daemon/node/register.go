@@ -122,6 +122,9 @@ func (a *Agent) applyLabels(meta *metav1.ObjectMeta) bool {
 	return changed
 }
 
+// Addresses are the addresses the Node reports: InternalIP (when known) and Hostname.
+func (a *Agent) Addresses() []corev1.NodeAddress { return a.desiredAddresses() }
+
 // desiredAddresses lists InternalIP (when known) then Hostname, kubelet's order.
 func (a *Agent) desiredAddresses() []corev1.NodeAddress {
 	var out []corev1.NodeAddress
@@ -137,6 +140,10 @@ func (a *Agent) applyStatusFacts(st *corev1.NodeStatus) bool {
 	changed := false
 	if addrs := a.desiredAddresses(); !apiequality.Semantic.DeepEqual(st.Addresses, addrs) {
 		st.Addresses = addrs
+		changed = true
+	}
+	if st.DaemonEndpoints.KubeletEndpoint.Port != a.cfg.APIPort {
+		st.DaemonEndpoints.KubeletEndpoint.Port = a.cfg.APIPort
 		changed = true
 	}
 	capacity := nodeCapacity(a.facts, a.cfg.MaxPods)

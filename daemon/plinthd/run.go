@@ -150,6 +150,9 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return err
 	}
 	wg.Go(func() { _ = agent.RunStatus(ctx) })
+	if err := startNodeAPI(ctx, &wg, cancel, cfg, nodeName, agent.Addresses, registry, checker.Check, logger); err != nil {
+		return err
+	}
 	name := cfg.HostnameOverride
 	if n != nil {
 		name = n.Name
@@ -204,6 +207,7 @@ func newNodeAgent(cfg config.Config, client nodeclient.Interface, name string, c
 	nodeCfg.StatusReportFrequency = cfg.NodeStatusReportFrequency.Duration
 	nodeCfg.MaxPods = cfg.MaxPods
 	nodeCfg.StateDir = cfg.StateDir
+	nodeCfg.APIPort = nodeAPIPort(cfg)
 	if cfg.NodeIP != "" {
 		nodeCfg.NodeIP = net.ParseIP(cfg.NodeIP)
 	}
