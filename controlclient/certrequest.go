@@ -42,12 +42,13 @@ func newKeyAndCSR(name string) (*ecdsa.PrivateKey, []byte, error) {
 }
 
 // requestCertificate posts csr to the control service at server and returns the signed
-// certificate (PEM). authorize adds credentials to the request (a bootstrap token), or
+// certificate (PEM); usage is authapi.UsageServing for a serving certificate, else
+// empty. authorize adds credentials to the request (a bootstrap token), or
 // does nothing when the client's TLS configuration carries a certificate.
-func requestCertificate(ctx context.Context, client *http.Client, server string, csr []byte, authorize func(*http.Request)) ([]byte, error) {
+func requestCertificate(ctx context.Context, client *http.Client, server string, csr []byte, usage string, authorize func(*http.Request)) ([]byte, error) {
 	body, err := json.Marshal(authapi.NodeCertificateRequest{
 		TypeMeta: authapi.TypeMeta{APIVersion: authapi.APIVersion, Kind: authapi.KindNodeCertificateRequest},
-		Request:  string(csr),
+		Request:  string(csr), Usage: usage,
 	})
 	if err != nil {
 		return nil, err

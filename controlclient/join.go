@@ -98,7 +98,7 @@ func Join(ctx context.Context, o JoinOptions) (JoinResult, error) {
 	}
 	defer transport.CloseIdleConnections()
 	o.Logger.Info("requesting a client certificate", "server", o.Server, "node", name, "token", token.ID)
-	certPEM, err := requestCertificate(ctx, &http.Client{Transport: transport}, o.Server, csr, func(req *http.Request) {
+	certPEM, err := requestCertificate(ctx, &http.Client{Transport: transport}, o.Server, csr, "", func(req *http.Request) {
 		req.Header.Set("Authorization", "Bearer "+token.String())
 	})
 	if err != nil {

@@ -246,7 +246,7 @@ func (r *CertRenewer) RenewNow(ctx context.Context) (*x509.Certificate, error) {
 		},
 	}
 	defer transport.CloseIdleConnections()
-	certPEM, err := requestCertificate(ctx, &http.Client{Transport: transport}, r.server, csr, nil)
+	certPEM, err := requestCertificate(ctx, &http.Client{Transport: transport}, r.server, csr, "", nil)
 	if err != nil {
 		return nil, err
 	}

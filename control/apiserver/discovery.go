@@ -10,7 +10,7 @@ import (
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-func sortedKeys(m map[string]Action) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -109,6 +109,11 @@ func (s *Server) writeResourceList(w http.ResponseWriter, gv schema.GroupVersion
 				res.Group, res.Version, res.Kind = kinds[0].Group, kinds[0].Version, kinds[0].Kind
 			}
 			list.APIResources = append(list.APIResources, res)
+		}
+		for _, name := range sortedKeys(r.Readers) {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name: r.Plural + "/" + name, Namespaced: r.Namespaced, Kind: r.Readers[name].Kind, Verbs: metav1.Verbs{"get"},
+			})
 		}
 	}
 	writeJSON(w, http.StatusOK, list)

@@ -38,6 +38,18 @@ type Hooks struct {
 
 	// Actions are POST-only subresources, such as pods/eviction and pods/binding.
 	Actions map[string]Action
+	// Readers are GET-only subresources that write their own response, such as
+	// pods/log, which streams from the pod's node.
+	Readers map[string]Reader
+}
+
+// Reader is a GET-only subresource.
+type Reader struct {
+	// Kind is the discovery kind of the subresource ("Pod" for pods/log).
+	Kind string
+	// Serve answers a GET of the subresource of the named object, which the request
+	// was authorized for.
+	Serve func(w http.ResponseWriter, req *http.Request, objects Objects, namespace, name string)
 }
 
 // Action is a POST-only subresource.

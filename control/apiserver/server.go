@@ -172,6 +172,12 @@ func (s *Server) dispatch(w http.ResponseWriter, req *http.Request, r *Resource,
 	case req.Method == http.MethodGet && info.name == "":
 		s.list(w, req, r, info)
 		return "list"
+	case req.Method == http.MethodGet && r.Readers[info.subresource].Serve != nil:
+		r.Readers[info.subresource].Serve(w, req, s.Objects(r), info.namespace, info.name)
+		return "get"
+	case req.Method == http.MethodGet && info.subresource != "" && info.subresource != "status":
+		writeError(w, apierrors.NewMethodNotSupported(schemaGroupResource(r.GroupVersion.Group, r.Plural+"/"+info.subresource), "get"))
+		return "unknown"
 	case req.Method == http.MethodGet:
 		s.get(w, req, r, info)
 		return "get"
@@ -202,7 +208,8 @@ func checkScope(r *Resource, info requestInfo) error {
 		return apierrors.NewNotFound(gr, info.name)
 	}
 	_, isAction := r.Actions[info.subresource]
-	if info.subresource != "" && !(info.subresource == "status" && r.HasStatus) && !isAction {
+	_, isReader := r.Readers[info.subresource]
+	if info.subresource != "" && !(info.subresource == "status" && r.HasStatus) && !isAction && !isReader {
 		return apierrors.NewNotFound(gr, info.name+"/"+info.subresource)
 	}
 	if info.subresource != "" && info.name == "" {

@@ -37,6 +37,9 @@ func TestAuthorizer(t *testing.T) {
 		{"masters may do anything", res(admin, "delete", "", "nodes", "", "", "node-b"), true, ""},
 		{"the control service is a master", res(controlSelf, "update", "", "pods", "status", "default", "p"), true, ""},
 		{"masters manage tokens", res(admin, "create", "plinth.dev", "bootstraptokens", "", "", ""), true, ""},
+		{"masters read pod logs", res(admin, "get", "", "pods", "log", "default", "p"), true, ""},
+		{"a node may not read pod logs", res(nodeA, "get", "", "pods", "log", "default", "p"), false, "nodes may not get pods/log"},
+		{"a stranger may not read pod logs", res(stranger, "get", "", "pods", "log", "default", "p"), false, "neither"},
 
 		{"node reads nodes", res(nodeA, "list", "", "nodes", "", "", ""), true, ""},
 		{"node watches pods", res(nodeA, "watch", "", "pods", "", "", ""), true, ""},

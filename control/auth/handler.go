@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,7 +39,10 @@ type HandlerConfig struct {
 	// NodeCertValidity is the lifetime of signed node certificates; 0 means
 	// DefaultNodeCertValidity.
 	NodeCertValidity time.Duration
-	Logger           *slog.Logger
+	// Nodes reads a Node, whose addresses bound the names of its serving
+	// certificate; nil refuses serving certificates.
+	Nodes  func(ctx context.Context, name string) (*corev1.Node, error)
+	Logger *slog.Logger
 }
 
 // Handler serves the Plinth endpoints under /apis/plinth.dev/v1: bootstrap tokens
@@ -203,6 +207,14 @@ func (h *Handler) signNodeCertificate(ctx context.Context, w http.ResponseWriter
 		apiserver.WriteError(w, apierrors.NewBadRequest("certificate and caCertificate are set by the server: send only request"))
 		return
 	}
+	if in.Usage == authapi.UsageServing {
+		h.signServingCertificate(ctx, w, in, user)
+		return
+	}
+	if in.Usage != "" && in.Usage != authapi.UsageClient {
+		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("usage: %q is neither %s nor %s", in.Usage, authapi.UsageClient, authapi.UsageServing)))
+		return
+	}
 	csr, node, err := ParseNodeCSR([]byte(in.Request))
 	if err != nil {
 		apiserver.WriteError(w, apierrors.NewBadRequest(err.Error()))
@@ -223,6 +235,51 @@ func (h *Handler) signNodeCertificate(ctx context.Context, w http.ResponseWriter
 	apiserver.WriteJSON(w, http.StatusCreated, authapi.NodeCertificateRequest{
 		TypeMeta: authapi.TypeMeta{APIVersion: authapi.APIVersion, Kind: authapi.KindNodeCertificateRequest},
 		Request:  in.Request, Certificate: string(certPEM), CACertificate: string(h.cfg.Signer.CAPEM()),
+	})
+}
+
+// signServingCertificate signs a node's serving certificate, as kube-controller-manager's
+// kubelet-serving approver would approve it and more strictly: only the node itself (or
+// an administrator) may ask, and only for names its Node object reports.
+func (h *Handler) signServingCertificate(ctx context.Context, w http.ResponseWriter, in authapi.NodeCertificateRequest, user apiserver.User) {
+	csr, node, err := ParseNodeServingCSR([]byte(in.Request))
+	if err != nil {
+		apiserver.WriteError(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	attrs := apiserver.Attributes{User: user, Verb: "create", Group: authapi.Group, Resource: authapi.NodeCertificateRequestsResource}
+	self, isNode := nodeNameOf(user)
+	switch {
+	case isNode && self != node:
+		apiserver.WriteError(w, forbidden(attrs, fmt.Sprintf("node %s may only request its own serving certificate, not one for node %s", self, node)))
+		return
+	case !isNode && !user.InGroup(mastersGroup):
+		apiserver.WriteError(w, forbidden(attrs, "only a node itself or an administrator may request a node serving certificate"))
+		return
+	case h.cfg.Nodes == nil:
+		apiserver.WriteError(w, apierrors.NewServiceUnavailable("this control service does not sign node serving certificates"))
+		return
+	}
+	n, err := h.cfg.Nodes(ctx, node)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	if err := CheckServingNames(n, csr.DNSNames, csr.IPAddresses); err != nil {
+		apiserver.WriteError(w, forbidden(attrs, err.Error()))
+		return
+	}
+	certPEM, err := h.cfg.Signer.SignServingCertificate(csr.PublicKey, csr.Subject.CommonName, []string{authapi.NodesGroup},
+		csr.DNSNames, csr.IPAddresses, h.cfg.NodeCertValidity)
+	if err != nil {
+		apiserver.WriteError(w, apierrors.NewInternalError(err))
+		return
+	}
+	h.cfg.Logger.Info("signed node serving certificate", "node", node, "requester", user.Name,
+		"dnsNames", csr.DNSNames, "ips", csr.IPAddresses, "validity", h.cfg.NodeCertValidity)
+	apiserver.WriteJSON(w, http.StatusCreated, authapi.NodeCertificateRequest{
+		TypeMeta: authapi.TypeMeta{APIVersion: authapi.APIVersion, Kind: authapi.KindNodeCertificateRequest},
+		Request:  in.Request, Usage: authapi.UsageServing, Certificate: string(certPEM), CACertificate: string(h.cfg.Signer.CAPEM()),
 	})
 }
 

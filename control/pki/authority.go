@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,6 +224,31 @@ func (a *Authority) SignClientCertificate(pub crypto.PublicKey, user string, gro
 	certPEM, err := a.signLeaf(template, pub, validity)
 	if err != nil {
 		return nil, fmt.Errorf("sign client certificate for %q: %w", user, err)
+	}
+	return certPEM, nil
+}
+
+// SignServingCertificate signs a server-authentication certificate for a key held
+// elsewhere (a node's API), with CommonName user, Organizations groups and the given
+// DNS and IP SANs. The caller has checked the names belong to the requester.
+func (a *Authority) SignServingCertificate(pub crypto.PublicKey, user string, groups, dnsNames []string, ips []net.IP, validity time.Duration) ([]byte, error) {
+	if user == "" || validity <= 0 || len(dnsNames)+len(ips) == 0 {
+		return nil, fmt.Errorf("sign serving certificate for %q: need a user, a positive validity (got %v) and at least one name", user, validity)
+	}
+	usage := x509.KeyUsageDigitalSignature
+	if _, ok := pub.(*rsa.PublicKey); ok {
+		usage |= x509.KeyUsageKeyEncipherment
+	}
+	template := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: append([]string(nil), groups...)},
+		KeyUsage:    usage,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    append([]string(nil), dnsNames...),
+		IPAddresses: append([]net.IP(nil), ips...),
+	}
+	certPEM, err := a.signLeaf(template, pub, validity)
+	if err != nil {
+		return nil, fmt.Errorf("sign serving certificate for %q: %w", user, err)
 	}
 	return certPEM, nil
 }

@@ -37,6 +37,8 @@ type Config struct {
 	Logger *slog.Logger
 	// AllocationSeed makes dynamic allocation reproducible in tests; 0 is random.
 	AllocationSeed uint64
+	// NodeLogs serves pods/log by asking the pod's node; nil leaves pods/log unserved.
+	NodeLogs NodeLogProxy
 }
 
 func (cfg Config) withDefaults() (Config, error) {
@@ -73,7 +75,7 @@ func Resources(cfg Config) ([]*apiserver.Resource, error) {
 	return []*apiserver.Resource{
 		Namespaces(),
 		Nodes(),
-		Pods(cfg.Clock),
+		withPodLogs(Pods(cfg.Clock), cfg.NodeLogs),
 		Services(NewServiceClaims(ips, ports, cfg.Logger)),
 		Events(cfg.EventTTL),
 		Leases(),

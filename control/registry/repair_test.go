@@ -33,9 +33,18 @@ func TestRepairServiceClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A leak from a write that failed long ago, and one from a write still in flight.
-	claim(ipalloc.ServiceIPPrefix+"10.0.0.77", ipalloc.Owner{Namespace: "default", Name: "gone", UID: "u-gone", Claimed: time.Now().Add(-time.Hour)})
-	claim(ipalloc.NodePortPrefix+"30077", ipalloc.Owner{Namespace: "default", Name: "new", UID: "u-new", Claimed: time.Now()})
+	// A leak from a write that failed long ago, and one from a write still in flight, at
+	// an address and a port the service was not given at random (a planted claim on the
+	// service's own would make the test fail by chance).
+	leakedIP, leakedPort := "10.0.0.77", "30077"
+	if s.Spec.ClusterIP == leakedIP {
+		leakedIP = "10.0.0.78"
+	}
+	if itoa(s.Spec.Ports[0].NodePort) == leakedPort {
+		leakedPort = "30078"
+	}
+	claim(ipalloc.ServiceIPPrefix+leakedIP, ipalloc.Owner{Namespace: "default", Name: "gone", UID: "u-gone", Claimed: time.Now().Add(-time.Hour)})
+	claim(ipalloc.NodePortPrefix+leakedPort, ipalloc.Owner{Namespace: "default", Name: "new", UID: "u-new", Claimed: time.Now()})
 	// The service's own cluster IP claim went missing.
 	if _, err := api.store.Delete(ctx, ipalloc.ServiceIPPrefix+s.Spec.ClusterIP, 0); err != nil {
 		t.Fatal(err)
@@ -53,8 +62,8 @@ func TestRepairServiceClaims(t *testing.T) {
 		t.Fatalf("repair: %+v; want the old leak released and the missing claim made again", rep)
 	}
 	for key, want := range map[string]bool{
-		ipalloc.ServiceIPPrefix + "10.0.0.77":                   false,
-		ipalloc.NodePortPrefix + "30077":                        true, // too young to tell
+		ipalloc.ServiceIPPrefix + leakedIP:                      false,
+		ipalloc.NodePortPrefix + leakedPort:                     true, // too young to tell
 		ipalloc.ServiceIPPrefix + s.Spec.ClusterIP:              true,
 		ipalloc.NodePortPrefix + itoa(s.Spec.Ports[0].NodePort): true,
 	} {

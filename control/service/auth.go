@@ -35,7 +35,7 @@ type authWiring struct {
 	podIndex       *auth.PodIndex // nil until bindPodIndex
 }
 
-func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, logger *slog.Logger) (*authWiring, error) {
+func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, nodes *lateNodes, logger *slog.Logger) (*authWiring, error) {
 	tokens := auth.NewTokenStore(store, nil, logger.With("component", "bootstraptokens"))
 	w := &authWiring{
 		// Certificates first: a client presenting both a certificate and a token is
@@ -48,7 +48,7 @@ func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, logge
 	var err error
 	w.handler, err = auth.NewHandler(auth.HandlerConfig{
 		Authenticators: w.authenticators, Authorizer: w.authorizer, Tokens: tokens, Signer: signer,
-		NodeCertValidity: o.NodeCertValidity, Logger: logger.With("component", "nodecertificates"),
+		NodeCertValidity: o.NodeCertValidity, Logger: logger.With("component", "nodecertificates"), Nodes: nodes.get,
 	})
 	if err != nil {
 		return nil, err

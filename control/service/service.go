@@ -75,7 +75,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	defer closeEtcd()
 	store := storage.New(etcdClient, o.EtcdPrefix)
-	authn, err := newAuthWiring(o, store, authority, logger)
+	nodes := &lateNodes{}
+	authn, err := newAuthWiring(o, store, authority, nodes, logger)
 	if err != nil {
 		return err
 	}
@@ -87,9 +88,14 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	serviceCIDR, nodePorts, _ := o.serviceRanges() // checked by Complete
+	nodeProxy, err := newNodeProxy(authority, nodes, logger.With("component", "nodeproxy"))
+	if err != nil {
+		return err
+	}
+	defer nodeProxy.Close()
 	regCfg := registry.Config{
 		Store: store, ServiceClusterIPRange: serviceCIDR, ServiceNodePortRange: nodePorts,
-		Logger: logger.With("component", "registry"),
+		Logger: logger.With("component", "registry"), NodeLogs: nodeProxy,
 	}
 	resources, err := registry.Resources(regCfg)
 	if err != nil {
@@ -113,6 +119,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 		return err
 	}
 	authn.bindPods(api, reg)
+	nodes.bind(api, reg)
 
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	ln, err := net.Listen("tcp", addr)

@@ -92,6 +92,15 @@ type Config struct {
 	// under this path. Empty leaves allocatableMemory.available unobserved.
 	PodsCgroup string `json:"podsCgroup"`
 
+	// NodeAPIBindAddress is host:port of the node API (kubelet's address and port,
+	// 10250): logs, pods, resource metrics for the control service and
+	// administrators. Empty turns it off.
+	NodeAPIBindAddress string `json:"nodeAPIBindAddress"`
+	// TLSCertFile holds the node API's serving certificate and its key in one PEM
+	// file, reread when replaced; empty means stateDir/pki/plinthd-serving.pem.
+	TLSCertFile string `json:"tlsCertFile"`
+	// PodLogsDir is where container logs are written and read (kubelet's podLogsDir).
+	PodLogsDir string `json:"podLogsDir"`
 	// MinimumContainerTTLDuration is how long a dead container is kept at least before
 	// container garbage collection may remove it (kubelet's
 	// --minimum-container-ttl-duration); 0 means no minimum.
@@ -141,6 +150,8 @@ func Defaults() Config {
 		LockFile:                  "/run/plinth/plinthd.lock",
 		StateDir:                  "/var/lib/plinth",
 		MaxPods:                   110,
+		NodeAPIBindAddress:        "0.0.0.0:10250",
+		PodLogsDir:                "/var/log/pods",
 
 		EvictionHard:                     pressure.DefaultEvictionHard(),
 		EvictionPressureTransitionPeriod: metav1.Duration{Duration: pressure.DefaultPressureTransitionPeriod},
@@ -171,6 +182,15 @@ func (c Config) NodefsDir() string {
 		return c.NodefsPath
 	}
 	return c.StateDir
+}
+
+// ServingCertFile is the node API's certificate-and-key file: tlsCertFile, or
+// pki/plinthd-serving.pem under stateDir.
+func (c Config) ServingCertFile() string {
+	if c.TLSCertFile != "" {
+		return c.TLSCertFile
+	}
+	return filepath.Join(c.StateDir, "pki", "plinthd-serving.pem")
 }
 
 // ImagefsDir is the directory whose filesystem is imagefs: imagefsPath, or the

@@ -28,6 +28,8 @@ type Flags struct {
 	healthzBindAddress string
 	stateDir           string
 	nodePortAddresses  listValue
+	nodeAPIBindAddress string
+	podLogsDir         string
 }
 
 // Flag names, and the Config field (JSON name) each one sets.
@@ -44,6 +46,8 @@ const (
 	flagHealthzBindAddress = "healthz-bind-address"
 	flagStateDir           = "state-dir"
 	flagNodePortAddresses  = "nodeport-addresses"
+	flagNodeAPIBindAddress = "node-api-bind-address"
+	flagPodLogsDir         = "pod-logs-dir"
 )
 
 var fieldOfFlag = map[string]string{
@@ -57,6 +61,8 @@ var fieldOfFlag = map[string]string{
 	flagHealthzBindAddress: "healthzBindAddress",
 	flagStateDir:           "stateDir",
 	flagNodePortAddresses:  "proxy.nodePortAddresses",
+	flagNodeAPIBindAddress: "nodeAPIBindAddress",
+	flagPodLogsDir:         "podLogsDir",
 }
 
 // BindFlags registers plinthd's configuration flags on fs. The defaults shown in help
@@ -88,6 +94,10 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		"directory for plinthd's state (config: stateDir)")
 	fs.Var(&f.nodePortAddresses, flagNodePortAddresses,
 		"where the Service proxy's NodePorts listen: primary (the Node's InternalIPs) or comma-separated CIDRs; replaces the files' list (config: proxy.nodePortAddresses)")
+	fs.StringVar(&f.nodeAPIBindAddress, flagNodeAPIBindAddress, d.NodeAPIBindAddress,
+		"host:port of the node API (logs, pods, resource metrics); empty turns it off (config: nodeAPIBindAddress)")
+	fs.StringVar(&f.podLogsDir, flagPodLogsDir, d.PodLogsDir,
+		"directory of the pods' container logs (config: podLogsDir)")
 	return f
 }
 
@@ -154,6 +164,10 @@ func (f *Flags) apply(c *Config, set map[string]bool) {
 			c.StateDir = f.stateDir
 		case flagNodePortAddresses:
 			c.Proxy.NodePortAddresses = append([]string{}, f.nodePortAddresses.items...)
+		case flagNodeAPIBindAddress:
+			c.NodeAPIBindAddress = f.nodeAPIBindAddress
+		case flagPodLogsDir:
+			c.PodLogsDir = f.podLogsDir
 		}
 	}
 }

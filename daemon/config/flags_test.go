@@ -48,6 +48,8 @@ func TestFlagsOverrideFiles(t *testing.T) {
 		"--healthz-bind-address", "0.0.0.0:2",
 		"--node-ip", "2001:db8::1",
 		"--hostname-override", "flag-node",
+		"--node-api-bind-address", "127.0.0.1:10350",
+		"--pod-logs-dir", "/srv/flag-logs",
 	)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -68,6 +70,8 @@ func TestFlagsOverrideFiles(t *testing.T) {
 	want.HealthzBindAddress = "0.0.0.0:2"
 	want.NodeIP = "2001:db8::1"
 	want.HostnameOverride = "flag-node"
+	want.NodeAPIBindAddress = "127.0.0.1:10350"
+	want.PodLogsDir = "/srv/flag-logs"
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("config =\n%+v\nwant\n%+v", c, want)
 	}
@@ -181,6 +185,8 @@ func TestFlagValueErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--register-with-taints", "bad key:NoSchedule"}, []string{"flag --register-with-taints", "registerWithTaints[0].key", `"bad key"`}},
 		{[]string{"--lock-file", "relative.lock"}, []string{"flag --lock-file", "lockFile", "absolute"}},
 		{[]string{"--healthz-bind-address", "nope"}, []string{"flag --healthz-bind-address", `"nope"`}},
+		{[]string{"--node-api-bind-address", "10250"}, []string{"flag --node-api-bind-address", "nodeAPIBindAddress", `"10250"`}},
+		{[]string{"--pod-logs-dir", "logs"}, []string{"flag --pod-logs-dir", "podLogsDir", "absolute"}},
 		{[]string{"--hostname-override", "Not_A_Name"}, []string{"flag --hostname-override", `"Not_A_Name"`}},
 		{[]string{"--nodeport-addresses", "primary,10.0.0.0/8"}, []string{"flag --nodeport-addresses", "proxy.nodePortAddresses", `"primary,10.0.0.0/8"`}},
 		{[]string{"--nodeport-addresses", "127.0.0.1/32"}, []string{"flag --nodeport-addresses", "loopback"}},
@@ -212,7 +218,8 @@ func TestFlagsAreRegistered(t *testing.T) {
 	fs := flag.NewFlagSet("plinthd", flag.ContinueOnError)
 	BindFlags(fs)
 	names := []string{"config", "config-dir", "kubeconfig", "hostname-override", "node-ip", "register-node",
-		"node-labels", "register-with-taints", "lock-file", "healthz-bind-address", "state-dir", "nodeport-addresses"}
+		"node-labels", "register-with-taints", "lock-file", "healthz-bind-address", "state-dir", "nodeport-addresses",
+		"node-api-bind-address", "pod-logs-dir"}
 	for _, n := range names {
 		if fs.Lookup(n) == nil {
 			t.Errorf("flag --%s is not registered", n)

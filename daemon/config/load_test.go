@@ -402,6 +402,9 @@ evictionEvaluationInterval: 500ms
 nodefsPath: /srv/plinth/pods
 imagefsPath: /srv/images
 podsCgroup: /plinth-pods
+nodeAPIBindAddress: "127.0.0.1:10350"
+tlsCertFile: /srv/plinth/serving.pem
+podLogsDir: /srv/logs
 minimumContainerTTLDuration: 30s
 maximumDeadContainersPerContainer: 2
 maximumDeadContainers: 100
@@ -422,7 +425,6 @@ proxy:
 pods:
   enabled: false
   runcPath: /usr/local/sbin/runc
-  logDir: /srv/logs/pods
   seccompRoot: /etc/plinth/seccomp
   bridgeName: cni0
 `})
@@ -453,6 +455,9 @@ pods:
 		NodefsPath:                       "/srv/plinth/pods",
 		ImagefsPath:                      "/srv/images",
 		PodsCgroup:                       "/plinth-pods",
+		NodeAPIBindAddress:               "127.0.0.1:10350",
+		TLSCertFile:                      "/srv/plinth/serving.pem",
+		PodLogsDir:                       "/srv/logs",
 
 		MinimumContainerTTLDuration:       metav1.Duration{Duration: 30 * time.Second},
 		MaximumDeadContainersPerContainer: 2,
@@ -477,7 +482,6 @@ pods:
 	}
 	want.Pods.Enabled = ptrTo(false)
 	want.Pods.RuncPath = "/usr/local/sbin/runc"
-	want.Pods.LogDir = "/srv/logs/pods"
 	want.Pods.SeccompRoot = "/etc/plinth/seccomp"
 	want.Pods.BridgeName = "cni0"
 	want.NodeStatusUpdateFrequency.Duration = 15 * time.Second
@@ -511,10 +515,10 @@ func TestPodsSectionDefaultsAndErrors(t *testing.T) {
 		t.Errorf("defaults: enabled %v, pods %s, seccomp %s, images %s, checkpoints %s",
 			c.PodsEnabled(), c.PodsDir(), c.SeccompRoot(), c.ImagesDir(), c.CheckpointsDir())
 	}
-	c.Pods.LogDir = "logs"
+	c.Pods.RuntimeDir = "run"
 	c.Pods.BridgeName = "a-bridge-name-too-long"
 	errs := c.Pods.validate(field.NewPath("pods")).ToAggregate().Error()
-	for _, want := range []string{`pods.logDir: Invalid value: "logs": must be an absolute path`, `pods.bridgeName: Invalid value: "a-bridge-name-too-long"`} {
+	for _, want := range []string{`pods.runtimeDir: Invalid value: "run": must be an absolute path`, `pods.bridgeName: Invalid value: "a-bridge-name-too-long"`} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("errors %q lack %q", errs, want)
 		}

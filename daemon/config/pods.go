@@ -29,8 +29,6 @@ type PodsConfig struct {
 	CheckpointsDir string `json:"checkpointsDir"`
 	// ImagesDir is the image store; empty means stateDir/images.
 	ImagesDir string `json:"imagesDir"`
-	// LogDir holds the containers' CRI logs.
-	LogDir string `json:"logDir"`
 	// SeccompRoot is where Localhost seccomp profiles live; empty means
 	// stateDir/seccomp.
 	SeccompRoot string `json:"seccompRoot"`
@@ -54,7 +52,6 @@ type PodsConfig struct {
 func defaultPodsConfig() PodsConfig {
 	return PodsConfig{
 		RuntimeDir:    "/run/plinth",
-		LogDir:        "/var/log/pods",
 		CgroupParent:  "/plinth",
 		ResolvConf:    "/etc/resolv.conf",
 		ClusterDomain: "cluster.local",
@@ -96,7 +93,7 @@ func (p PodsConfig) validate(path *field.Path) field.ErrorList {
 		{"runcPath", p.RuncPath, false}, {"shimPath", p.ShimPath, false},
 		{"runtimeDir", p.RuntimeDir, true}, {"podsDir", p.PodsDir, false},
 		{"checkpointsDir", p.CheckpointsDir, false}, {"imagesDir", p.ImagesDir, false},
-		{"logDir", p.LogDir, true}, {"seccompRoot", p.SeccompRoot, false},
+		{"seccompRoot", p.SeccompRoot, false},
 		{"cgroupParent", p.CgroupParent, true}, {"resolvConf", p.ResolvConf, true},
 		{"networkNamespace", p.NetworkNamespace, false},
 	} {

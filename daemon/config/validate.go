@@ -54,6 +54,13 @@ func (c Config) validate() field.ErrorList {
 			`must be a positive duration such as "5m"`))
 	}
 	errs = append(errs, validateHostPort(field.NewPath("healthzBindAddress"), c.HealthzBindAddress)...)
+	if c.NodeAPIBindAddress != "" {
+		errs = append(errs, validateHostPort(field.NewPath("nodeAPIBindAddress"), c.NodeAPIBindAddress)...)
+	}
+	if c.TLSCertFile != "" {
+		errs = append(errs, validateAbsPath(field.NewPath("tlsCertFile"), c.TLSCertFile)...)
+	}
+	errs = append(errs, validateAbsPath(field.NewPath("podLogsDir"), c.PodLogsDir)...)
 	errs = append(errs, validateAbsPath(field.NewPath("lockFile"), c.LockFile)...)
 	errs = append(errs, validateAbsPath(field.NewPath("stateDir"), c.StateDir)...)
 	if c.MaxPods <= 0 {

@@ -53,6 +53,10 @@ type Config struct {
 	SystemReserved, KubeReserved corev1.ResourceList
 	// StateDir's filesystem gives the ephemeral-storage capacity.
 	StateDir string
+	// APIPort is the node API's port, reported as
+	// status.daemonEndpoints.kubeletEndpoint.port (the control service dials it for
+	// logs); 0 reports none.
+	APIPort int32
 }
 
 // DefaultConfig returns the defaults for the node named name: registration on, a 40 s

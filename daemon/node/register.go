@@ -122,9 +122,8 @@ func (a *Agent) applyLabels(meta *metav1.ObjectMeta) bool {
 	return changed
 }
 
-// KubeletPort is the node API's port (kubelet's 10250), reported as
-// status.daemonEndpoints.kubeletEndpoint.port.
-const KubeletPort = 10250
+// Addresses are the addresses the Node reports: InternalIP (when known) and Hostname.
+func (a *Agent) Addresses() []corev1.NodeAddress { return a.desiredAddresses() }
 
 // desiredAddresses lists InternalIP (when known) then Hostname, kubelet's order.
 func (a *Agent) desiredAddresses() []corev1.NodeAddress {
@@ -143,16 +142,15 @@ func (a *Agent) applyStatusFacts(st *corev1.NodeStatus) bool {
 		st.Addresses = addrs
 		changed = true
 	}
+	if st.DaemonEndpoints.KubeletEndpoint.Port != a.cfg.APIPort {
+		st.DaemonEndpoints.KubeletEndpoint.Port = a.cfg.APIPort
+		changed = true
+	}
 	capacity := nodeCapacity(a.facts, a.cfg.MaxPods)
 	if mergeResources(&st.Capacity, capacity) {
 		changed = true
 	}
 	if mergeResources(&st.Allocatable, nodeAllocatable(capacity, a.cfg.SystemReserved, a.cfg.KubeReserved)) {
-		changed = true
-	}
-	// The node API's port, where the control service reaches plinthd (pods/log).
-	if st.DaemonEndpoints.KubeletEndpoint.Port != KubeletPort {
-		st.DaemonEndpoints.KubeletEndpoint.Port = KubeletPort
 		changed = true
 	}
 	// Start from what is there so fields this package does not manage survive.

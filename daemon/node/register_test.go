@@ -84,9 +84,6 @@ func TestRegisterCreatesNode(t *testing.T) {
 	if info != wantInfo {
 		t.Errorf("nodeInfo =\n%+v\nwant\n%+v", info, wantInfo)
 	}
-	if p := n.Status.DaemonEndpoints.KubeletEndpoint.Port; p != 10250 {
-		t.Errorf("daemonEndpoints.kubeletEndpoint.port = %d, want 10250", p)
-	}
 	if n := countActions(e.client, "update", "nodes", "status"); n != 0 {
 		t.Errorf("%d status updates after a create that kept status, want 0", n)
 	}
@@ -265,5 +262,31 @@ func TestRegisterDisabled(t *testing.T) {
 	}
 	if len(e.client.Actions()) != 0 {
 		t.Errorf("client calls with registration off: %v", e.client.Actions())
+	}
+}
+
+// The node API's port is reported where the control service looks for it, and a
+// Node registered before the API existed gets it on the next reconcile.
+func TestRegisterReportsTheNodeAPIPort(t *testing.T) {
+	cfg := testConfig()
+	cfg.APIPort = 10250
+	e := newTestEnv(t, cfg, nil)
+	if _, err := e.agent.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Status.DaemonEndpoints.KubeletEndpoint.Port; got != 10250 {
+		t.Errorf("daemonEndpoints.kubeletEndpoint.port = %d, want 10250", got)
+	}
+	if addrs := e.agent.Addresses(); fmt.Sprint(addrs) != fmt.Sprint(n.Status.Addresses) {
+		t.Errorf("Addresses() = %v, the Node reports %v", addrs, n.Status.Addresses)
+	}
+	st := n.Status
+	st.DaemonEndpoints.KubeletEndpoint.Port = 0
+	if !e.agent.applyStatusFacts(&st) || st.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("a status without the port was not corrected: %d", st.DaemonEndpoints.KubeletEndpoint.Port)
 	}
 }

@@ -157,7 +157,7 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
 		Runtime: driver, Images: pods.StoreImages{Store: store}, Network: pods.PodnetNetwork{Network: bridge},
 		Seccomp: seccomp.New(seccomp.Config{Root: cfg.SeccompRoot(), SeccompDefault: cfg.Pods.SeccompDefault}),
 		Cgroups: podcgroup.Manager{Parent: cfg.Pods.CgroupParent}, CgroupParent: cfg.Pods.CgroupParent,
-		PodsDir: cfg.PodsDir(), LogsDir: cfg.Pods.LogDir, SandboxDir: filepath.Join(cfg.Pods.RuntimeDir, "pods"),
+		PodsDir: cfg.PodsDir(), LogsDir: cfg.PodLogsDir, SandboxDir: filepath.Join(cfg.Pods.RuntimeDir, "pods"),
 		ResolvConf: resolv, ClusterDomain: cfg.Pods.ClusterDomain, HostIPs: hostIPs,
 		NodeMemoryBytes: node.Status.Capacity.Memory().Value(), NodeMilliCPU: node.Status.Capacity.Cpu().MilliValue(),
 		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified,

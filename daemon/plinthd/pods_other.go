@@ -15,10 +15,13 @@ import (
 )
 
 // podRuntime runs no pods off Linux.
-type podRuntime struct{ logger *slog.Logger }
+type podRuntime struct {
+	logger *slog.Logger
+	status *podStatusWriter
+}
 
-func newPodRuntime(_ config.Config, _ nodeclient.Interface, _ string, _ prometheus.Registerer, logger *slog.Logger) *podRuntime {
-	return &podRuntime{logger: logger}
+func newPodRuntime(_ config.Config, client nodeclient.Interface, _ string, _ prometheus.Registerer, logger *slog.Logger) *podRuntime {
+	return &podRuntime{logger: logger, status: newPodStatusWriter(client, logger)}
 }
 
 func (r *podRuntime) Check() error { return errors.New("pods run on Linux only") }

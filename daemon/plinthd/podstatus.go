@@ -44,6 +44,8 @@ type podStatusWriter struct {
 	pods    map[types.UID]podRef // the pods bound to the node, as the informer lists them
 	pending map[types.UID]corev1.PodStatus
 	written map[types.UID]corev1.PodStatus
+	// latest is each running pod with its last reported status, for the node API.
+	latest map[types.UID]*corev1.Pod
 }
 
 // retryStatusAfter is the wait before a failed status write is tried again.
@@ -51,7 +53,8 @@ const retryStatusAfter = time.Second
 
 func newPodStatusWriter(client nodeclient.Interface, logger *slog.Logger) *podStatusWriter {
 	return &podStatusWriter{client: client, logger: logger, wake: make(chan struct{}, 1),
-		pods: map[types.UID]podRef{}, pending: map[types.UID]corev1.PodStatus{}, written: map[types.UID]corev1.PodStatus{}}
+		pods: map[types.UID]podRef{}, pending: map[types.UID]corev1.PodStatus{}, written: map[types.UID]corev1.PodStatus{},
+		latest: map[types.UID]*corev1.Pod{}}
 }
 
 // track records the pods bound to the node; statuses of pods no longer listed are
@@ -69,6 +72,7 @@ func (w *podStatusWriter) track(list []*corev1.Pod) {
 			delete(w.pods, uid)
 			delete(w.pending, uid)
 			delete(w.written, uid)
+			delete(w.latest, uid)
 		}
 	}
 }
@@ -81,7 +85,20 @@ func (w *podStatusWriter) forget(uid types.UID) (podRef, bool) {
 	delete(w.pods, uid)
 	delete(w.pending, uid)
 	delete(w.written, uid)
+	delete(w.latest, uid)
 	return ref, ok
+}
+
+// Pods returns the pods the runtime reported on, each with its last status: the node
+// API's PodSource (/pods).
+func (w *podStatusWriter) Pods() []corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]corev1.Pod, 0, len(w.latest))
+	for _, p := range w.latest {
+		out = append(out, *p.DeepCopy())
+	}
+	return out
 }
 
 // report is the pod workers' Report: it queues the status.
@@ -91,6 +108,9 @@ func (w *podStatusWriter) report(pod *corev1.Pod, st corev1.PodStatus) {
 		w.pods[pod.UID] = podRef{pod.Namespace, pod.Name, staticpods.IsStaticPod(pod)}
 	}
 	w.pending[pod.UID] = *st.DeepCopy()
+	latest := pod.DeepCopy()
+	latest.Status = *st.DeepCopy()
+	w.latest[pod.UID] = latest
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:

@@ -19,6 +19,7 @@ import (
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/node"
+	"github.com/plinth/plinth/daemon/nodeapi"
 	"github.com/plinth/plinth/daemon/nodelock"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/watchdog"
@@ -159,6 +160,13 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return err
 	}
 	wg.Go(func() { _ = agent.RunStatus(ctx) })
+	var podSource nodeapi.PodSource = nodeapi.NoPods{}
+	if podsRT != nil {
+		podSource = podsRT.status
+	}
+	if err := startNodeAPI(ctx, &wg, cancel, cfg, nodeName, agent.Addresses, podSource, registry, checker.Check, logger); err != nil {
+		return err
+	}
 	if podsRT != nil {
 		// Pods start once the Node is registered (their network waits for its pod
 		// CIDRs); their containers keep running when plinthd stops.
@@ -218,6 +226,7 @@ func newNodeAgent(cfg config.Config, client nodeclient.Interface, name string, c
 	nodeCfg.StatusReportFrequency = cfg.NodeStatusReportFrequency.Duration
 	nodeCfg.MaxPods = cfg.MaxPods
 	nodeCfg.StateDir = cfg.StateDir
+	nodeCfg.APIPort = nodeAPIPort(cfg)
 	if cfg.NodeIP != "" {
 		nodeCfg.NodeIP = net.ParseIP(cfg.NodeIP)
 	}

@@ -28,14 +28,15 @@ const (
 )
 
 // plinthdConfig writes a config file with fast heartbeats (a 4 s lease renewed every
-// second) and returns its path.
+// second) and the node API on a free loopback port (never the shared :10250), and
+// returns its path.
 func plinthdConfig(t *testing.T, healthzPort int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "plinthd.yaml")
 	// The Service proxy and the pod runtime stay off: they would program nftables and
 	// a bridge in the machine's own network namespace (pod tests use newPodNode, whose
 	// pod network lives in a namespace of its own).
-	cfg := fmt.Sprintf("nodeLeaseDurationSeconds: 4\nnodeStatusUpdateFrequency: 1s\nhealthzBindAddress: 127.0.0.1:%d\nnodeLabels:\n  node-role.kubernetes.io/worker: \"\"\nproxy:\n  enabled: false\npods:\n  enabled: false\n", healthzPort)
+	cfg := fmt.Sprintf("nodeLeaseDurationSeconds: 4\nnodeStatusUpdateFrequency: 1s\nhealthzBindAddress: 127.0.0.1:%d\nnodeAPIBindAddress: 127.0.0.1:%d\nnodeLabels:\n  node-role.kubernetes.io/worker: \"\"\nproxy:\n  enabled: false\npods:\n  enabled: false\n", healthzPort, freePort(t))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -53,17 +53,19 @@ func newPodNode(t *testing.T, c *cluster) *podNode {
 	cfg := fmt.Sprintf(`nodeLeaseDurationSeconds: 4
 nodeStatusUpdateFrequency: 1s
 healthzBindAddress: 127.0.0.1:%d
+nodeIP: 127.0.0.1
+nodeAPIBindAddress: 127.0.0.1:%d
 staticPodPath: %s
+podLogsDir: %s
 proxy:
   enabled: false
 pods:
   enabled: true
   runtimeDir: %s
-  logDir: %s
   seccompRoot: %s
   cgroupParent: %s
   networkNamespace: %s
-`, n.healthz, p.manifests, runtimeDir, p.logDir, p.seccompRoot, parent, ns.Path)
+`, n.healthz, freePort(t), p.manifests, p.logDir, runtimeDir, p.seccompRoot, parent, ns.Path)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ spec:
 }
 
 // A pod applied with kubectl runs on the node with an address from its pod CIDR and
-// its output in its CRI log; an image imported with plinthctl runs with
+// its output in its CRI log and in kubectl logs; an image imported with plinthctl runs with
 // imagePullPolicy Never; a crashing pod backs off and counts restarts; restarting
 // plinthd leaves the containers' processes alone; deleting a pod waits out its grace
 // period when the container ignores SIGTERM, and the pod is gone once it is over.
@@ -278,6 +280,12 @@ func TestPodsRunLogCrashLoopSurviveRestartAndDeleteWithGrace(t *testing.T) {
 	eventually(t, 10*time.Second, "the pod's output in its CRI log", func() (bool, string) {
 		b, err := os.ReadFile(logPath)
 		return err == nil && strings.Contains(string(b), " stdout F hello-from-the-pod"), fmt.Sprint(string(b), err)
+	})
+
+	// kubectl logs, through the control service's pods/log proxy to the node API.
+	eventually(t, 20*time.Second, "kubectl logs hello", func() (bool, string) {
+		out, err := kubectl(t, c.kubeconfig, "logs", "hello")
+		return err == nil && strings.Contains(out, "hello-from-the-pod"), fmt.Sprint(out, err)
 	})
 
 	eventually(t, 75*time.Second, "crasher in CrashLoopBackOff after 2 restarts", func() (bool, string) {

@@ -223,8 +223,10 @@ func startPlinthd(tb testing.TB, c *cluster, node, extraConfig string) *plinthd 
 	healthz := fmt.Sprintf("127.0.0.1:%d", freePort(tb))
 	config := filepath.Join(dir, "plinthd.yaml")
 	// The Service proxy stays off: it would program nftables in the machine's own
-	// network namespace.
-	if err := os.WriteFile(config, []byte("healthzBindAddress: "+healthz+"\nproxy:\n  enabled: false\n"+extraConfig), 0o600); err != nil {
+	// network namespace. The node API takes a free loopback port, never the shared
+	// :10250.
+	nodeAPI := fmt.Sprintf("127.0.0.1:%d", freePort(tb))
+	if err := os.WriteFile(config, []byte("healthzBindAddress: "+healthz+"\nnodeAPIBindAddress: "+nodeAPI+"\nproxy:\n  enabled: false\n"+extraConfig), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	p := &plinthd{node: node, healthz: healthz}

@@ -76,13 +76,23 @@ type BootstrapTokenList struct {
 type NodeCertificateRequest struct {
 	TypeMeta
 	// Request is a PEM "CERTIFICATE REQUEST" (PKCS#10) whose subject is
-	// CN=system:node:<name>, O=system:nodes, with no other names.
+	// CN=system:node:<name>, O=system:nodes. A client request carries no other names;
+	// a serving request carries the node's DNS names and IP addresses as SANs.
 	Request string `json:"request"`
+	// Usage is UsageClient (the default when empty) or UsageServing.
+	Usage string `json:"usage,omitempty"`
 	// Certificate is the signed client certificate (PEM), in the answer.
 	Certificate string `json:"certificate,omitempty"`
 	// CACertificate is the cluster CA (PEM), in the answer.
 	CACertificate string `json:"caCertificate,omitempty"`
 }
+
+// Usages of node certificates: a client certificate for talking to the control
+// service, or a serving certificate for the node's API (kubelet-serving).
+const (
+	UsageClient  = "client"
+	UsageServing = "serving"
+)
 
 // Status is the part of a Kubernetes metav1.Status error body clients read.
 type Status struct {
