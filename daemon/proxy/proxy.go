@@ -307,16 +307,25 @@ func (p *Proxy) syncOnce(ctx context.Context, full bool) error {
 // deleteStaleFlows deletes the UDP flows the sync made stale. A failure is logged and
 // counted, not retried: the rules are right, and a stale flow ends with its timeout.
 func (p *Proxy) deleteStaleFlows(ctx context.Context, c desired.Changes) {
-	matches := conntrackMatches(c.StaleUDPEndpoints, c.StaleUDPServices)
-	if len(matches) == 0 {
-		return
-	}
-	n, err := p.cfg.Conntrack.DeleteUDP(ctx, matches)
+	matches, n, err := DeleteStaleUDPFlows(ctx, p.cfg.Conntrack, c)
 	p.metrics.conntrackDeleted.Add(float64(n))
 	if err != nil {
 		p.metrics.conntrackFailures.Inc()
-		p.logger.Warn("service proxy: deleting stale UDP conntrack entries", "matches", len(matches), "deleted", n, "err", err)
+		p.logger.Warn("service proxy: deleting stale UDP conntrack entries", "matches", matches, "deleted", n, "err", err)
 	}
+}
+
+// DeleteStaleUDPFlows deletes through ct the UDP flows c names stale (its
+// StaleUDPEndpoints and StaleUDPServices), returning how many matches that made and how
+// many flows went. It is what the proxy does after each applied sync; exported so the
+// kernel tests with real traffic (daemon/proxy/nftrules) exercise the same path.
+func DeleteStaleUDPFlows(ctx context.Context, ct ConntrackCleaner, c desired.Changes) (matches, deleted int, err error) {
+	m := conntrackMatches(c.StaleUDPEndpoints, c.StaleUDPServices)
+	if len(m) == 0 {
+		return 0, 0, nil
+	}
+	deleted, err = ct.DeleteUDP(ctx, m)
+	return len(m), deleted, err
 }
 
 // conntrackMatches turns the stale UDP lists into conntrack matches: flows to the

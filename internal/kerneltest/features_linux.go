@@ -30,6 +30,12 @@ var (
 	Veth = Feature{Name: "veth", Probe: func() error { return probeLink("veth", "type", "veth", "peer", "name", "p1") }}
 	// Bridge needs bridge links.
 	Bridge = Feature{Name: "bridge", Probe: func() error { return probeLink("bridge", "type", "bridge") }}
+	// Conntrack needs connection tracking (nf_conntrack loaded), whose flows tests
+	// create and delete over netlink.
+	Conntrack = Feature{Name: "conntrack", Probe: func() error {
+		_, err := os.Stat("/proc/sys/net/netfilter/nf_conntrack_max")
+		return err
+	}}
 	// NFTBinary needs the nft command (Debian's nftables package), used by tests only to
 	// check that it can print what plinthd programs.
 	NFTBinary = Feature{Name: "nft binary", Probe: func() error {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 
@@ -14,12 +13,6 @@ import (
 
 	"github.com/plinth/plinth/internal/kerneltest"
 )
-
-// conntrackFeature needs connection tracking with its netlink interface.
-var conntrackFeature = kerneltest.Feature{Name: "conntrack", Probe: func() error {
-	_, err := os.Stat("/proc/sys/net/netfilter/nf_conntrack_max")
-	return err
-}}
 
 // testFlow is a flow from client to service, DNATed to endpoint.
 type testFlow struct {
@@ -53,7 +46,7 @@ func (f testFlow) key() string {
 // TestDeleteUDPInFreshNetns creates real conntrack entries in a fresh network
 // namespace and checks that DeleteUDP removes exactly the selected UDP flows.
 func TestDeleteUDPInFreshNetns(t *testing.T) {
-	kerneltest.Require(t, kerneltest.Root, kerneltest.NetNS, conntrackFeature)
+	kerneltest.Require(t, kerneltest.Root, kerneltest.NetNS, kerneltest.Conntrack)
 	ns := kerneltest.NewNetNS(t)
 	var (
 		d   *Deleter

@@ -70,6 +70,13 @@ type process struct {
 
 func start(t *testing.T, name string, env []string, args ...string) *process {
 	t.Helper()
+	return startIn(t, "", name, env, args...)
+}
+
+// startIn starts the binary in the network namespace at netnsPath (through nsenter,
+// which execs it: the process is the binary itself); "" is the test's own namespace.
+func startIn(t *testing.T, netnsPath, name string, env []string, args ...string) *process {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -77,6 +84,9 @@ func start(t *testing.T, name string, env []string, args ...string) *process {
 	}
 	bin := filepath.Join(binaries(t), strings.Fields(name)[0])
 	cmd := exec.Command(bin, args...)
+	if netnsPath != "" {
+		cmd = exec.Command("nsenter", append([]string{"--net=" + netnsPath, bin}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
@@ -145,13 +155,24 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 // kubectl runs the installed kubectl, unmodified.
 func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
+	return kubectlIn(t, "", kubeconfig, args...)
+}
+
+// kubectlIn runs the installed kubectl in the network namespace at netnsPath ("" is
+// the test's own).
+func kubectlIn(t *testing.T, netnsPath, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
 	path, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("the end-to-end tests need the installed kubectl: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	argv := append([]string{path, "--kubeconfig", kubeconfig}, args...)
+	if netnsPath != "" {
+		argv = append([]string{"nsenter", "--net=" + netnsPath}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
@@ -178,6 +199,14 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 type cluster struct {
 	dataDir, kubeconfig, server string
 	control                     *process
+	// netns is the network namespace it runs in ("" for the test's own).
+	netns string
+}
+
+// kubectl runs kubectl as admin in the cluster's network namespace.
+func (c *cluster) kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return kubectlIn(t, c.netns, c.kubeconfig, args...)
 }
 
 func startControl(t *testing.T, extra ...string) *cluster {
@@ -188,6 +217,12 @@ func startControl(t *testing.T, extra ...string) *cluster {
 // startControlOnPort starts plinth-control on port; a --data-dir in extra replaces the
 // fresh temporary one (to restart on the same data).
 func startControlOnPort(t *testing.T, port int, extra ...string) *cluster {
+	t.Helper()
+	return startControlIn(t, "", port, extra...)
+}
+
+// startControlIn starts plinth-control in the network namespace at netnsPath.
+func startControlIn(t *testing.T, netnsPath string, port int, extra ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	for i := 0; i+1 < len(extra); i++ {
@@ -200,13 +235,14 @@ func startControlOnPort(t *testing.T, port int, extra ...string) *cluster {
 		dataDir:    dir,
 		kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
 		server:     fmt.Sprintf("https://127.0.0.1:%d", port),
+		netns:      netnsPath,
 	}
-	c.control = start(t, "plinth-control", nil, args...)
+	c.control = startIn(t, netnsPath, "plinth-control", nil, args...)
 	eventually(t, 60*time.Second, "plinth-control serving", func() (bool, string) {
 		if c.control.exited() {
 			t.Fatalf("plinth-control exited: %v\n%s", c.control.err, tail(c.control.log, 20))
 		}
-		out, err := kubectl(t, c.kubeconfig, "get", "--raw", "/readyz")
+		out, err := c.kubectl(t, "get", "--raw", "/readyz")
 		return err == nil && out == "ok", fmt.Sprint(out, err)
 	})
 	return c
