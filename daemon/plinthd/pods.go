@@ -320,22 +320,17 @@ func (r *podRuntime) withoutEvicted(pods []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
-// pullSecrets reads a pod's imagePullSecrets from the API; one that cannot be read is
-// left out (the pull then goes without it and fails with the registry's answer), as
+// pullSecrets reads a pod's imagePullSecrets from the API (nodeclient.PullSecrets);
+// one that cannot be read is left out and logged, and the pull tries with the rest, as
 // kubelet does.
 func (r *podRuntime) pullSecrets(pod *corev1.Pod) []corev1.Secret {
-	var out []corev1.Secret
-	for _, ref := range pod.Spec.ImagePullSecrets {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		sec, err := r.client.Secrets(pod.Namespace).Get(ctx, ref.Name, getOptions)
-		cancel()
-		if err != nil {
-			r.logger.Warn("image pull secret unavailable", "pod", pod.Namespace+"/"+pod.Name, "secret", ref.Name, "err", err)
-			continue
-		}
-		out = append(out, *sec)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	secrets, errs := nodeclient.PullSecrets(ctx, r.client, pod)
+	for _, err := range errs {
+		r.logger.Warn("image pull secret unavailable", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
-	return out
+	return secrets
 }
 
 // currentNode reads this node for admission; nil when it cannot be read.
