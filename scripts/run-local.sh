@@ -2,8 +2,15 @@
 # Runs a one-node Plinth cluster in the foreground: plinth-control with an embedded etcd,
 # and plinthd registered against it. Ctrl-C stops both.
 #
+# plinthd runs the pods bound to the node (runc, a bridge plinth0 on the pod CIDR from
+# --cluster-cidr 10.244.0.0/16). There may be no registry to pull from: import image
+# archives (docker save, OCI layout) into the node's store first, with PLINTH_IMAGES or
+# later with bin/plinthctl image import --root $PLINTH_RUN_DIR/node/state/images FILE,
+# and use imagePullPolicy IfNotPresent or Never.
+#
 # Environment: PLINTH_RUN_DIR (default ./.run) holds the control data directory, the
-# node's state and logs; PLINTH_PORT (default 6443) is the API port.
+# node's state and logs; PLINTH_PORT (default 6443) is the API port; PLINTH_IMAGES is a
+# space-separated list of image archives imported before plinthd starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +54,10 @@ done
 
 "$bin/plinth-control" issue-node-credentials --data-dir "$run/control" \
 	--server "https://127.0.0.1:$port" --out "$run/node/kubeconfig" "$node" >/dev/null
+images=$run/node/state/images
+for archive in ${PLINTH_IMAGES:-}; do
+	"$bin/plinthctl" image import --root "$images" "$archive"
+done
 "$bin/plinthd" --config "" --config-dir "" --kubeconfig "$run/node/kubeconfig" \
 	--hostname-override "$node" --state-dir "$run/node/state" >"$run/plinthd.log" 2>&1 &
 pids+=($!)
@@ -56,6 +67,8 @@ run-local: one-node cluster running
   admin kubeconfig: $kubeconfig
   try:   kubectl --kubeconfig $kubeconfig get nodes
          kubectl --kubeconfig $kubeconfig get leases -n kube-node-lease
+  pods:  $bin/plinthctl image import --root $images IMAGE.tar   (docker save or OCI archive)
+         kubectl --kubeconfig $kubeconfig run t --image=IMAGE --image-pull-policy=IfNotPresent -- sleep 3600
   logs:  $run/plinth-control.log  $run/plinthd.log
   stop:  Ctrl-C
 MSG

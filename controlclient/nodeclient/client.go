@@ -58,7 +58,9 @@ type LeaseClient interface {
 // PodClient reads pods and reports their status; List and Watch with the field
 // selector spec.nodeName=<node> see the pods bound to a node. Create and Delete serve
 // mirror pods, the API's view of static pods (Delete with a UID precondition, so a
-// mirror pod recreated meanwhile is not the one deleted).
+// mirror pod recreated meanwhile is not the one deleted); Delete with grace period 0
+// and a UID precondition is also how a node confirms that a pod it was asked to
+// delete has no containers left.
 type PodClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error)
 	Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error)

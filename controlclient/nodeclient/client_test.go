@@ -154,6 +154,24 @@ func TestPodsOfNodeEvictionAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Delete with a UID precondition: a stale UID is refused, the right one deletes.
+	dns, err := c.Pods("kube-system").Get(ctx, "dns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, zero := types.UID("not-the-pods-uid"), int64(0)
+	err = c.Pods("kube-system").Delete(ctx, "dns", metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &stale}})
+	if !apierrors.IsConflict(err) {
+		t.Errorf("delete with a stale UID: %v, want a conflict", err)
+	}
+	err = c.Pods("kube-system").Delete(ctx, "dns", metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &dns.UID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Pods("kube-system").Get(ctx, "dns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod after delete with grace 0: %v, want not found", err)
+	}
+
 	uid := web.UID
 	ev := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: "web", Namespace: "default"},

@@ -134,6 +134,8 @@ type Config struct {
 
 	// Proxy configures the Service proxy.
 	Proxy ProxyConfig `json:"proxy"`
+	// Pods configures the pod runtime.
+	Pods PodsConfig `json:"pods"`
 }
 
 // Defaults returns the configuration used where neither a file nor a flag says
@@ -169,6 +171,7 @@ func Defaults() Config {
 		FileCheckFrequency: metav1.Duration{Duration: 20 * time.Second},
 
 		Proxy: defaultProxyConfig(),
+		Pods:  defaultPodsConfig(),
 	}
 }
 

@@ -422,6 +422,11 @@ proxy:
   healthzBindAddress: 0.0.0.0:10257
   clusterCIDRs: [10.244.0.0/16]
   serviceCIDRs: [10.96.0.0/12, "fd00:96::/112"]
+pods:
+  enabled: false
+  runcPath: /usr/local/sbin/runc
+  seccompRoot: /etc/plinth/seccomp
+  bridgeName: cni0
 `})
 	c, _ := mustLoadDir(t, dir)
 	want := Config{
@@ -473,7 +478,12 @@ proxy:
 			ClusterCIDRs:       []string{"10.244.0.0/16"},
 			ServiceCIDRs:       []string{"10.96.0.0/12", "fd00:96::/112"},
 		},
+		Pods: defaultPodsConfig(),
 	}
+	want.Pods.Enabled = ptrTo(false)
+	want.Pods.RuncPath = "/usr/local/sbin/runc"
+	want.Pods.SeccompRoot = "/etc/plinth/seccomp"
+	want.Pods.BridgeName = "cni0"
 	want.NodeStatusUpdateFrequency.Duration = 15 * time.Second
 	want.NodeStatusReportFrequency.Duration = time.Minute
 	if !reflect.DeepEqual(c, want) {
@@ -491,6 +501,27 @@ func TestEmptyAndCommentOnlyFilesChangeNothing(t *testing.T) {
 	c, files := mustLoadDir(t, dir)
 	if !reflect.DeepEqual(c, Defaults()) || len(files) != 4 {
 		t.Errorf("config = %+v from %v, want defaults from 4 files", c, files)
+	}
+}
+
+func TestPodsSectionDefaultsAndErrors(t *testing.T) {
+	c := Defaults()
+	if c.PodsEnabled() {
+		t.Error("pods enabled without a kubeconfig")
+	}
+	c.Kubeconfig = "/etc/plinth/kubeconfig"
+	if !c.PodsEnabled() || c.PodsDir() != "/var/lib/plinth/pods" || c.SeccompRoot() != "/var/lib/plinth/seccomp" ||
+		c.ImagesDir() != "/var/lib/plinth/images" || c.CheckpointsDir() != "/var/lib/plinth/checkpoints" {
+		t.Errorf("defaults: enabled %v, pods %s, seccomp %s, images %s, checkpoints %s",
+			c.PodsEnabled(), c.PodsDir(), c.SeccompRoot(), c.ImagesDir(), c.CheckpointsDir())
+	}
+	c.Pods.RuntimeDir = "run"
+	c.Pods.BridgeName = "a-bridge-name-too-long"
+	errs := c.Pods.validate(field.NewPath("pods")).ToAggregate().Error()
+	for _, want := range []string{`pods.runtimeDir: Invalid value: "run": must be an absolute path`, `pods.bridgeName: Invalid value: "a-bridge-name-too-long"`} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("errors %q lack %q", errs, want)
+		}
 	}
 }
 

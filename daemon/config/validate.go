@@ -78,6 +78,7 @@ func (c Config) validate() field.ErrorList {
 			fmt.Sprintf(`must be at least %s, such as "20s"`, minFileCheckFrequency)))
 	}
 	errs = append(errs, c.Proxy.validate(field.NewPath("proxy"))...)
+	errs = append(errs, c.Pods.validate(field.NewPath("pods"))...)
 	return errs
 }
 

@@ -37,10 +37,9 @@ func nodeAPIPort(cfg config.Config) int32 {
 	return int32(n)
 }
 
-// newNodeAPI builds the node API, or returns nil when it is off. Pods come from the
-// pod runtime, which is not wired yet: /pods is empty and logs are found from the files
-// alone.
-func newNodeAPI(cfg config.Config, metrics prometheus.Gatherer, healthy func() error, logger *slog.Logger) (*nodeapi.Server, error) {
+// newNodeAPI builds the node API, or returns nil when it is off. /pods lists what pods
+// reports (nodeapi.NoPods when the pod runtime is off); logs are found from the files.
+func newNodeAPI(cfg config.Config, pods nodeapi.PodSource, metrics prometheus.Gatherer, healthy func() error, logger *slog.Logger) (*nodeapi.Server, error) {
 	if cfg.NodeAPIBindAddress == "" || cfg.Kubeconfig == "" {
 		return nil, nil
 	}
@@ -55,7 +54,7 @@ func newNodeAPI(cfg config.Config, metrics prometheus.Gatherer, healthy func() e
 	}
 	reason := nodeapi.ProbeCheckpointing(nil, false)
 	return nodeapi.New(nodeapi.Config{
-		Pods:         nodeapi.NoPods{},
+		Pods:         pods,
 		Logs:         podlogs.Locator{Root: cfg.PodLogsDir},
 		Stats:        nodeapi.CgroupStats{Host: host, Now: time.Now},
 		Checkpointer: nodeapi.UnavailableCheckpointer{Reason: reason},
@@ -118,7 +117,7 @@ func newServingCerts(cfg config.Config, nodeName string, addresses func() []core
 // Node is registered (the control service signs only names the Node reports). A node
 // API that fails to serve cancels plinthd.
 func startNodeAPI(ctx context.Context, wg *sync.WaitGroup, cancel context.CancelCauseFunc, cfg config.Config, nodeName string,
-	addresses func() []corev1.NodeAddress, registry *prometheus.Registry, healthy func() error, logger *slog.Logger) error {
+	addresses func() []corev1.NodeAddress, pods nodeapi.PodSource, registry *prometheus.Registry, healthy func() error, logger *slog.Logger) error {
 	servingCerts, err := newServingCerts(cfg, nodeName, addresses, registry, logger.With("component", "certificates"))
 	if err != nil {
 		return err
@@ -126,7 +125,7 @@ func startNodeAPI(ctx context.Context, wg *sync.WaitGroup, cancel context.Cancel
 	if servingCerts != nil {
 		wg.Go(func() { _ = servingCerts.Run(ctx) })
 	}
-	api, err := newNodeAPI(cfg, registry, healthy, logger.With("component", "nodeapi"))
+	api, err := newNodeAPI(cfg, pods, registry, healthy, logger.With("component", "nodeapi"))
 	if err != nil || api == nil {
 		return err
 	}

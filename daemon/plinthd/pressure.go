@@ -38,7 +38,7 @@ type pressureSubsystem struct {
 // and builds the manager. With a client, eviction lists and evicts the pods the API
 // binds to node, and OOM kills are posted as Events on the Node; without one
 // (standalone) conditions are only computed and shown.
-func newPressure(cfg config.Config, nodeName string, client nodeclient.Interface, reg prometheus.Registerer, logger *slog.Logger) (*pressureSubsystem, error) {
+func newPressure(cfg config.Config, nodeName string, client nodeclient.Interface, podsRT *podRuntime, reg prometheus.Registerer, logger *slog.Logger) (*pressureSubsystem, error) {
 	pc, err := cfg.PressureConfig()
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func newPressure(cfg config.Config, nodeName string, client nodeclient.Interface
 		events := pressuresignals.APIEvents{Client: client}
 		opts.Events = events
 		pods := pressuresignals.NewAPIPods(client, nodeName, events, nil, logger)
-		deps.Pods, deps.Evictor = pods, pods
+		deps.Pods, deps.Evictor = pods, podEvictor{api: pods, rt: podsRT}
 	}
 	signals, err := pressuresignals.Open(opts)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/node"
+	"github.com/plinth/plinth/daemon/nodeapi"
 	"github.com/plinth/plinth/daemon/nodelock"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/watchdog"
@@ -65,7 +66,13 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 			return err
 		}
 	}
-	pressureSys, err := newPressure(cfg, nodeName, client, registry, logger)
+	// The pod runtime is made here, started once the Node is registered: the pressure
+	// manager evicts through it.
+	var podsRT *podRuntime
+	if client != nil && cfg.PodsEnabled() {
+		podsRT = newPodRuntime(cfg, client, nodeName, registry, logger)
+	}
+	pressureSys, err := newPressure(cfg, nodeName, client, podsRT, registry, logger)
 	if err != nil {
 		return err
 	}
@@ -122,6 +129,9 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 			}
 		})
 	}
+	if podsRT != nil {
+		checker.Register("pods", podsRT.Check)
+	}
 	checker.Register("node-lease", agent.LeaseAlive)
 	checker.Register("node-status", agent.StatusAlive)
 	wg.Go(func() { _ = dog.Run(ctx) })
@@ -150,8 +160,17 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return err
 	}
 	wg.Go(func() { _ = agent.RunStatus(ctx) })
-	if err := startNodeAPI(ctx, &wg, cancel, cfg, nodeName, agent.Addresses, registry, checker.Check, logger); err != nil {
+	var podSource nodeapi.PodSource = nodeapi.NoPods{}
+	if podsRT != nil {
+		podSource = podsRT.status
+	}
+	if err := startNodeAPI(ctx, &wg, cancel, cfg, nodeName, agent.Addresses, podSource, registry, checker.Check, logger); err != nil {
 		return err
+	}
+	if podsRT != nil {
+		// Pods start once the Node is registered (their network waits for its pod
+		// CIDRs); their containers keep running when plinthd stops.
+		wg.Go(func() { podsRT.run(ctx) })
 	}
 	name := cfg.HostnameOverride
 	if n != nil {

@@ -5,7 +5,6 @@ package pods
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -56,6 +55,11 @@ func (s *Supervisor) Sync(pods []*corev1.Pod) {
 			s.terminate(p.UID, sv, p)
 		case p.DeletionTimestamp == nil && !running && !terminal(p):
 			s.start(p)
+		case p.DeletionTimestamp != nil && !running:
+			// Deleted while no worker ran it (plinthd was down, or the pod had
+			// finished before this plinthd started): stop whatever containers the
+			// runtime still has for it, so the deletion can be confirmed.
+			s.terminateUnstarted(p)
 		}
 	}
 	for uid, sv := range s.workers {
@@ -109,6 +113,63 @@ func (s *Supervisor) terminate(uid types.UID, sv *supervised, latest *corev1.Pod
 	}()
 }
 
+// terminateUnstarted terminates a pod no worker ran: its worker claims the pod's
+// containers from the runtime instead of adopting them in Run.
+func (s *Supervisor) terminateUnstarted(p *corev1.Pod) {
+	done := make(chan struct{})
+	close(done)
+	sv := &supervised{w: NewPodWorker(s.cfg, p), cancel: func() {}, done: done}
+	if err := sv.w.claim(); err != nil {
+		s.cfg.Logger.Warn("list containers of deleted pod", "pod", p.Namespace+"/"+p.Name, "err", err)
+	}
+	s.workers[p.UID] = sv
+	s.terminate(p.UID, sv, p)
+}
+
+// Evict stops a running pod's containers with its grace period for node-pressure
+// eviction and removes what the pod held on the node; the pod stays in the API (the
+// caller marks it Failed, reason Evicted). done, when not nil, gets the pod's last
+// status once its containers are gone. Evict reports whether the pod had a worker that
+// was not terminating already. The caller must keep the pod out of later Syncs, or it
+// would be started again.
+func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, ok := s.workers[uid]
+	if !ok || sv.terminating {
+		return false
+	}
+	sv.terminating = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		sv.cancel()
+		<-sv.done
+		if err := sv.w.Terminate(context.Background()); err != nil {
+			s.cfg.Logger.Error("evict pod", "uid", uid, "err", err)
+		}
+		s.mu.Lock()
+		delete(s.workers, uid)
+		s.mu.Unlock()
+		if done != nil {
+			var last corev1.PodStatus
+			if st := sv.w.Status(); st != nil {
+				last = *st.DeepCopy()
+			}
+			done(sv.w.pod, last)
+		}
+	}()
+	return true
+}
+
+// Running reports whether the pod has a worker (running, or still terminating).
+func (s *Supervisor) Running(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.workers[uid]
+	return ok
+}
+
 // Shutdown stops every worker without stopping its containers (plinthd is exiting;
 // the next one adopts them) and waits for terminations already under way.
 func (s *Supervisor) Shutdown() {
@@ -159,7 +220,7 @@ func (s *Supervisor) RemoveOrphans(ctx context.Context, pods []*corev1.Pod) erro
 		if err := s.cfg.Cgroups.Remove(uid); err != nil {
 			errs = append(errs, err)
 		}
-		if err := os.RemoveAll(filepath.Join(s.cfg.PodsDir, uid)); err != nil {
+		if err := removePodDir(s.cfg.Images, filepath.Join(s.cfg.PodsDir, uid)); err != nil {
 			errs = append(errs, err)
 		}
 	}

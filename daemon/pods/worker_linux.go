@@ -290,6 +290,24 @@ func (w *PodWorker) adopt(ctx context.Context) error {
 	return nil
 }
 
+// claim records the pod's containers that the runtime knows as the worker's runs
+// without watching them, so Terminate stops and removes them (the pod was deleted
+// while no worker ran it).
+func (w *PodWorker) claim() error {
+	cps, err := w.cfg.Runtime.List()
+	for _, cp := range cps {
+		if cp.Labels["pod.uid"] != string(w.pod.UID) {
+			continue
+		}
+		name := cp.Labels["container.name"]
+		if _, dup := w.runs[name]; dup || name == "" {
+			name += "#" + cp.ID // an older run: stopped and removed all the same
+		}
+		w.runs[name] = cp.ID
+	}
+	return err
+}
+
 func isInit(pod *corev1.Pod, name string) bool {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == name {
@@ -714,7 +732,27 @@ func (w *PodWorker) Terminate(ctx context.Context) error {
 	if err := w.cfg.Cgroups.Remove(string(w.pod.UID)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(w.podDir()); err != nil {
+	if err := removePodDir(w.cfg.Images, w.podDir()); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removePodDir removes a pod's directory after undoing the root filesystem of each
+// container run under it (podDir/<container>/<attempt>): an overlay still mounted
+// there would make the removal fail.
+func removePodDir(images ImageService, podDir string) error {
+	runs, _ := filepath.Glob(filepath.Join(podDir, "*", "*"))
+	var errs []error
+	for _, dir := range runs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := images.RemoveRootFS(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(podDir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

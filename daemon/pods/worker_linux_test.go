@@ -351,6 +351,31 @@ func TestSupervisorStartsDeletesAndRemovesOrphans(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("after shutdown the runtime has %+v, %v; want the orphan's container still there", list, err)
 	}
+	// The pod is still listed but being deleted when the next plinthd starts: that one
+	// never ran a worker for it, yet stops its container and confirms it gone.
+	deletedWhileDown := orphan.DeepCopy()
+	deletedWhileDown.DeletionTimestamp, deletedWhileDown.DeletionGracePeriodSeconds = &metav1.Time{Time: time.Now()}, &zero
+	s3 := NewSupervisor(e.cfg, func(uid types.UID) { gone <- uid })
+	t.Cleanup(s3.Shutdown)
+	s3.Sync([]*corev1.Pod{deletedWhileDown})
+	select {
+	case uid := <-gone:
+		if uid != orphan.UID {
+			t.Errorf("gone(%s), want %s", uid, orphan.UID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pod deleted while plinthd was down was not gone after 20s")
+	}
+	if list, err := e.cfg.Runtime.List(); err != nil || len(list) != 0 {
+		t.Errorf("after terminating the pod deleted while plinthd was down the runtime has %+v, %v", list, err)
+	}
+	// And an orphan proper (not listed at all) goes through RemoveOrphans.
+	s2 = NewSupervisor(e.cfg, nil)
+	s2.Sync([]*corev1.Pod{orphan})
+	e.until(t, 0, "orphan Running again", func(st corev1.PodStatus) bool {
+		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil && st.PodIP != ""
+	})
+	s2.Shutdown()
 	if err := NewSupervisor(e.cfg, nil).RemoveOrphans(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -359,6 +384,47 @@ func TestSupervisorStartsDeletesAndRemovesOrphans(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.cfg.SandboxDir, string(orphan.UID))); !os.IsNotExist(err) {
 		t.Errorf("orphan sandbox remains: %v", err)
+	}
+}
+
+func TestSupervisorEvictsWithoutConfirmingDeletion(t *testing.T) {
+	e := newWorkerEnv(t)
+	gone := make(chan types.UID, 1)
+	s := NewSupervisor(e.cfg, func(uid types.UID) { gone <- uid })
+	t.Cleanup(s.Shutdown)
+	grace := int64(1)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "evictme", Namespace: "ns", UID: types.UID("77777777-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "1000"}}}}}
+	s.Sync([]*corev1.Pod{pod})
+	e.until(t, 0, "Running", func(st corev1.PodStatus) bool {
+		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil
+	})
+	evicted := make(chan corev1.PodStatus, 1)
+	if !s.Evict(pod.UID, func(p *corev1.Pod, last corev1.PodStatus) { evicted <- last }) {
+		t.Fatal("Evict of a running pod returned false")
+	}
+	if s.Evict(pod.UID, nil) {
+		t.Error("a second Evict while the first is under way returned true")
+	}
+	select {
+	case last := <-evicted:
+		if cs := last.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
+			t.Errorf("last status after eviction: %+v", last)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the evicted pod's containers were not gone after 20s")
+	}
+	if s.Running(pod.UID) {
+		t.Error("the evicted pod still has a worker")
+	}
+	if list, err := e.cfg.Runtime.List(); err != nil || len(list) != 0 {
+		t.Errorf("after eviction the runtime has %+v, %v", list, err)
+	}
+	select {
+	case uid := <-gone:
+		t.Errorf("eviction confirmed the deletion of %s; the pod stays in the API as Failed", uid)
+	default:
 	}
 }
 

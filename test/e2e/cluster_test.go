@@ -33,9 +33,10 @@ const (
 func plinthdConfig(t *testing.T, healthzPort int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "plinthd.yaml")
-	// The Service proxy stays off: it would program nftables in the machine's own
-	// network namespace (its rules are tested in namespaces of their own).
-	cfg := fmt.Sprintf("nodeLeaseDurationSeconds: 4\nnodeStatusUpdateFrequency: 1s\nhealthzBindAddress: 127.0.0.1:%d\nnodeAPIBindAddress: 127.0.0.1:%d\nnodeLabels:\n  node-role.kubernetes.io/worker: \"\"\nproxy:\n  enabled: false\n", healthzPort, freePort(t))
+	// The Service proxy and the pod runtime stay off: they would program nftables and
+	// a bridge in the machine's own network namespace (pod tests use newPodNode, whose
+	// pod network lives in a namespace of its own).
+	cfg := fmt.Sprintf("nodeLeaseDurationSeconds: 4\nnodeStatusUpdateFrequency: 1s\nhealthzBindAddress: 127.0.0.1:%d\nnodeAPIBindAddress: 127.0.0.1:%d\nnodeLabels:\n  node-role.kubernetes.io/worker: \"\"\nproxy:\n  enabled: false\npods:\n  enabled: false\n", healthzPort, freePort(t))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

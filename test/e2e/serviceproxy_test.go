@@ -35,7 +35,8 @@ func proxyNodeConfig(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "plinthd.yaml")
 	cfg := "healthzBindAddress: 127.0.0.1:10248\nnodeAPIBindAddress: 127.0.0.1:10250\n" +
 		"proxy:\n  enabled: true\n  minSyncPeriod: 100ms\n  healthzBindAddress: " + proxyHealthz + "\n" +
-		"  clusterCIDRs: [\"10.244.0.0/16\"]\n  serviceCIDRs: [\"10.96.0.0/12\"]\n"
+		"  clusterCIDRs: [\"10.244.0.0/16\"]\n  serviceCIDRs: [\"10.96.0.0/12\"]\n" +
+		"pods:\n  enabled: false\n" // this test is about the proxy; pods have their own tests
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

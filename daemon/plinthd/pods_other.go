@@ -1,0 +1,35 @@
+//go:build !linux
+
+package plinthd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/plinth/plinth/controlclient/nodeclient"
+	"github.com/plinth/plinth/daemon/config"
+)
+
+// podRuntime runs no pods off Linux.
+type podRuntime struct {
+	logger *slog.Logger
+	status *podStatusWriter
+}
+
+func newPodRuntime(_ config.Config, client nodeclient.Interface, _ string, _ prometheus.Registerer, logger *slog.Logger) *podRuntime {
+	return &podRuntime{logger: logger, status: newPodStatusWriter(client, logger)}
+}
+
+func (r *podRuntime) Check() error { return errors.New("pods run on Linux only") }
+
+func (r *podRuntime) run(context.Context) {
+	r.logger.Error("pods run on Linux only; none run on this node")
+}
+
+func (r *podRuntime) evict(types.UID, string) bool { return false }
+
+func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }
