@@ -36,6 +36,7 @@ import (
 	"github.com/plinth/plinth/control/service"
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/controlclient/nodeclient"
+	"github.com/plinth/plinth/daemon/staticpods"
 )
 
 func TestMain(m *testing.M) {
@@ -287,6 +288,55 @@ func TestJoinAgainstTheControlService(t *testing.T) {
 		}
 		_, err = nodeA.CoreV1().Events("default").Create(ctx, event("Pod", "default", "on-b"), metav1.CreateOptions{})
 		expectForbidden(t, "node-a reporting about node-b's pod", err, "on-b")
+	})
+
+	t.Run("mirror pods of static pods", func(t *testing.T) {
+		// Node A's MirrorPods, through NodeRestriction: its mirror pod owned by its Node
+		// is admitted, and deleted again when the static pod goes.
+		static := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "etcd-node-a", Namespace: "kube-system", UID: "0123456789abcdef0123456789abcdef",
+				Annotations: map[string]string{staticpods.AnnotationConfigSource: staticpods.SourceFile,
+					staticpods.AnnotationConfigHash: "0123456789abcdef0123456789abcdef"}},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "etcd", Image: "busybox"}}},
+		}
+		mirrors, err := staticpods.NewMirrorPods(staticpods.MirrorConfig{Client: nodeClientFor(t, resA.Kubeconfig), NodeName: "node-a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mirrors.SetStaticPods([]*corev1.Pod{static})
+		if err := mirrors.Sync(ctx); err != nil {
+			t.Fatalf("node-a creating its mirror pod: %v", err)
+		}
+		got, err := c.admin.CoreV1().Pods("kube-system").Get(ctx, "etcd-node-a", metav1.GetOptions{})
+		if err != nil || got.OwnerReferences[0].Name != "node-a" || got.Annotations[staticpods.AnnotationConfigMirror] != "0123456789abcdef0123456789abcdef" {
+			t.Fatalf("stored mirror pod %+v: %v", got, err)
+		}
+
+		ordinary := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "sneaky", Namespace: "default"},
+			Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}
+		_, err = nodeA.CoreV1().Pods("default").Create(ctx, ordinary, metav1.CreateOptions{})
+		expectForbidden(t, "node-a creating an ordinary pod", err, "may create only mirror pods")
+		forB := ordinary.DeepCopy()
+		forB.Annotations = map[string]string{staticpods.AnnotationConfigMirror: "h"}
+		forB.Spec.NodeName = "node-b"
+		_, err = nodeA.CoreV1().Pods("default").Create(ctx, forB, metav1.CreateOptions{})
+		expectForbidden(t, "node-a creating a mirror pod for node-b", err, `spec.nodeName "node-b"`)
+		withSecret := ordinary.DeepCopy()
+		withSecret.Annotations = map[string]string{staticpods.AnnotationConfigMirror: "h"}
+		withSecret.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "admin-token"}}}}
+		withSecret.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/s"}}
+		_, err = nodeA.CoreV1().Pods("default").Create(ctx, withSecret, metav1.CreateOptions{})
+		expectForbidden(t, "node-a creating a mirror pod that mounts a Secret", err, `Secret "admin-token"`)
+
+		mirrors.SetStaticPods(nil)
+		if err := mirrors.Sync(ctx); err != nil {
+			t.Fatalf("node-a deleting its mirror pod: %v", err)
+		}
+		if _, err := c.admin.CoreV1().Pods("kube-system").Get(ctx, "etcd-node-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("mirror pod after its static pod went: %v", err)
+		}
 	})
 
 	t.Run("a bootstrap token only joins", func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 //     the pods read from Pods at each request; create its Node and write its own Node
 //     and its status; create and write its own Lease in kube-node-lease; write the
 //     status of pods and delete pods (NodeRestriction checks they are bound to it);
+//     create mirror pods of its static pods (NodeRestriction checks the rest);
 //     create and update events (NodeRestriction checks they are about it); and
 //     request a client certificate (the handler checks it is for itself);
 //   - a bootstrapper (system:bootstrap:<id>) may only request a node certificate.
@@ -131,6 +132,8 @@ func (z Authorizer) authorizeNode(ctx context.Context, node string, a apiserver.
 
 	case gr == "/pods" && a.Subresource == "status" && (a.Verb == "get" || a.Verb == "update" || a.Verb == "patch"),
 		gr == "/pods" && a.Subresource == "" && a.Verb == "delete",
+		// Mirror pods of the node's static pods; NodeRestriction admits only those.
+		gr == "/pods" && a.Subresource == "" && a.Verb == "create",
 		// plinthd evicts its own pods under node pressure.
 		gr == "/pods" && a.Subresource == "eviction" && a.Verb == "create":
 		return true, "" // NodeRestriction checks the pod is bound to this node

@@ -63,7 +63,7 @@ func TestAuthorizer(t *testing.T) {
 		{"node deletes a pod (binding checked in admission)", res(nodeA, "delete", "", "pods", "", "default", "p"), true, ""},
 		{"node evicts a pod under pressure (binding checked in admission)", res(nodeA, "create", "", "pods", "eviction", "default", "p"), true, ""},
 		{"node may not update a pod's spec", res(nodeA, "update", "", "pods", "", "default", "p"), false, "nodes may not update pods"},
-		{"node may not create pods", res(nodeA, "create", "", "pods", "", "default", ""), false, "nodes may not create pods"},
+		{"node creates a pod (only a mirror pod of its own, checked in admission)", res(nodeA, "create", "", "pods", "", "default", ""), true, ""},
 		{"node may not bind pods", res(nodeA, "create", "", "pods", "binding", "default", "p"), false, "pods/binding"},
 		{"node creates events", res(nodeA, "create", "", "events", "", "default", ""), true, ""},
 		{"node patches events.k8s.io events", res(nodeA, "patch", "events.k8s.io", "events", "", "default", "e"), true, ""},

@@ -50,11 +50,38 @@ func (g objectsPodGetter) GetPod(ctx context.Context, namespace, name string) (*
 // NodeRestriction admits writes by nodes after looking at the objects, following
 // Kubernetes' NodeRestriction admission plugin: a node may create and change only its
 // own Node (not its taints, nor labels under node-restriction.kubernetes.io/) and its
-// own Lease, change the status of and delete only pods bound to it, and write only
-// events about itself or its pods. Other users pass through.
+// own Lease, create only mirror pods of its static pods, change the status of and
+// delete only pods bound to it, and write only events about itself or its pods. Other
+// users pass through.
 type NodeRestriction struct {
 	// Pods looks up the pod an event is about; nil refuses events about pods.
 	Pods PodGetter
+	// Nodes looks up the Node a mirror pod's owner reference names, to check its UID;
+	// nil refuses mirror pods that carry an owner reference.
+	Nodes NodeGetter
+}
+
+// NodeGetter reads a stored Node.
+type NodeGetter interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+}
+
+// ObjectsNodeGetter reads Nodes through the API server's stored objects
+// (apiserver.Server.Objects of the nodes resource).
+func ObjectsNodeGetter(nodes apiserver.Objects) NodeGetter { return objectsNodeGetter{nodes} }
+
+type objectsNodeGetter struct{ objs apiserver.Objects }
+
+func (g objectsNodeGetter) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	obj, err := g.objs.Get(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return nil, fmt.Errorf("stored node %s is a %T", name, obj)
+	}
+	return n, nil
 }
 
 var _ apiserver.Admitter = (*NodeRestriction)(nil)
@@ -72,7 +99,7 @@ func (r *NodeRestriction) Admit(ctx context.Context, a apiserver.Attributes, obj
 	case "coordination.k8s.io/leases":
 		err = admitLease(node, obj, old)
 	case "/pods":
-		err = admitPod(node, a, obj, old)
+		err = r.admitPod(ctx, node, a, obj, old)
 	case "/events", "events.k8s.io/events":
 		err = r.admitEvent(ctx, node, obj, old)
 	default:
@@ -172,9 +199,9 @@ func admitLease(node string, obj, old runtime.Object) error {
 	return nil
 }
 
-func admitPod(node string, a apiserver.Attributes, obj, old runtime.Object) error {
+func (r *NodeRestriction) admitPod(ctx context.Context, node string, a apiserver.Attributes, obj, old runtime.Object) error {
 	if old == nil {
-		return fmt.Errorf("node %s may not create pods", node)
+		return r.admitMirrorPodCreate(ctx, node, obj)
 	}
 	if a.Subresource != "status" && obj != nil {
 		return fmt.Errorf("node %s may change only the status of pods", node)

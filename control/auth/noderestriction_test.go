@@ -98,7 +98,7 @@ func TestNodeRestriction(t *testing.T) {
 		{"may not bind a pod to itself through status", "patch", "", "pods", "status", pod("default", "theirs", "node-a"), pod("default", "theirs", "node-b"), "bound to node-b"},
 		{"deletes its pod", "delete", "", "pods", "", nil, pod("default", "mine", "node-a"), ""},
 		{"may not delete node B's pod", "delete", "", "pods", "", nil, pod("default", "theirs", "node-b"), "bound to node-b"},
-		{"may not create pods", "create", "", "pods", "", pod("default", "new", "node-a"), nil, "may not create pods"},
+		{"may not create ordinary pods", "create", "", "pods", "", pod("default", "new", "node-a"), nil, "may create only mirror pods"},
 		{"may not change a pod's spec", "update", "", "pods", "", pod("default", "mine", "node-a"), pod("default", "mine", "node-a"), "only the status"},
 
 		{"event about itself", "create", "", "events", "", event("Node", "", "node-a"), nil, ""},

@@ -254,6 +254,9 @@ func TestPodUpdateRules(t *testing.T) {
 		{"restart policy", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }, "spec"},
 		{"container name", func(p *corev1.Pod) { p.Spec.Containers[0].Name = "other" }, "spec"},
 		{"labels", func(p *corev1.Pod) { p.Labels = map[string]string{"a": "b"} }, ""},
+		{"become a mirror pod", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"kubernetes.io/config.mirror": "h"}
+		}, "metadata.annotations[kubernetes.io/config.mirror]"},
 	} {
 		p := old.DeepCopy()
 		tc.mutate(p)
@@ -269,6 +272,23 @@ func TestPodUpdateRules(t *testing.T) {
 	p.Spec.RestartPolicy = corev1.RestartPolicyNever
 	if errs := validatePodUpdate(p, old); !strings.Contains(errs.ToAggregate().Error(), "spec.restartPolicy") {
 		t.Errorf("the refusal does not name the changed field: %v", errs)
+	}
+	mirror := old.DeepCopy()
+	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "h1"}
+	for name, m := range map[string]map[string]string{
+		"change the hash": {"kubernetes.io/config.mirror": "h2"},
+		"stop mirroring":  {"other": "x"},
+	} {
+		p := mirror.DeepCopy()
+		p.Annotations = m
+		if errs := validatePodUpdate(p, mirror); !hasField(errs, "metadata.annotations[kubernetes.io/config.mirror]") {
+			t.Errorf("mirror pod: %s: errors on %v, want one on the mirror annotation", name, fieldsOf(errs))
+		}
+	}
+	relabelled := mirror.DeepCopy()
+	relabelled.Labels = map[string]string{"tier": "control-plane"}
+	if errs := validatePodUpdate(relabelled, mirror); len(errs) > 0 {
+		t.Errorf("relabelling a mirror pod refused: %v", errs)
 	}
 	done := old.DeepCopy()
 	done.Status.Phase = corev1.PodSucceeded

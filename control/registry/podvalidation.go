@@ -321,6 +321,9 @@ const podUpdateRule = "pod updates may not change fields other than `spec.contai
 // validatePodUpdate keeps the spec immutable except where Kubernetes allows change.
 // spec.nodeName may go from empty to a node here; the BeforeUpdate hook refuses that
 // unless the write comes from pods/binding.
+// mirrorPodAnnotation marks a mirror pod, the API's copy of a node's static pod.
+const mirrorPodAnnotation = "kubernetes.io/config.mirror"
+
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
@@ -358,6 +361,15 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	}
 	if !apiequality.Semantic.DeepEqual(mutable, &old.Spec) {
 		errs = append(errs, field.Forbidden(spec, podUpdateRule+"; changed: "+strings.Join(changedFields(mutable, &old.Spec, "spec."), ", ")))
+	}
+	// A mirror pod stays one and keeps the hash of the static pod it mirrors (the node
+	// deletes and recreates it when the static pod changes); an ordinary pod may not
+	// become one, which would hide it from the node that runs it.
+	oldMirror, wasMirror := old.Annotations[mirrorPodAnnotation]
+	newMirror, isMirror := p.Annotations[mirrorPodAnnotation]
+	if wasMirror != isMirror || oldMirror != newMirror {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(mirrorPodAnnotation),
+			"may not be added, removed or changed: a mirror pod is replaced, not edited"))
 	}
 	if podTerminal(old) && p.Status.Phase != old.Status.Phase {
 		errs = append(errs, field.Forbidden(field.NewPath("status", "phase"), fmt.Sprintf("may not change from the terminal phase %s to %s", old.Status.Phase, p.Status.Phase)))

@@ -56,14 +56,19 @@ func newAuthWiring(o Options, store *storage.Store, signer *pki.Authority, logge
 	return w, nil
 }
 
-// bindPods lets NodeRestriction look up the pods that nodes' events are about, and the
-// authorizer read the pods bound to a node live (whose Secrets and ConfigMaps it may
-// read), once the API server (which reads them) exists and before it serves. Without a
-// pods resource, nodes may not write events about pods.
+// bindPods lets NodeRestriction look up the pods that nodes' events are about and the
+// Nodes that mirror pods name as owners, and the authorizer read the pods bound to a
+// node live (whose Secrets and ConfigMaps it may read), once the API server (which
+// reads them) exists and before it serves. Without a pods resource, nodes may not write
+// events about pods; without a nodes resource, they may not create mirror pods with
+// owner references.
 func (w *authWiring) bindPods(api *apiserver.Server, reg *apiserver.Registry) {
 	if pods, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "pods"); ok {
 		w.admission.Pods = auth.ObjectsPodGetter(api.Objects(pods))
 		w.authorizer.LivePods = auth.ObjectsNodePods(api.Objects(pods))
+	}
+	if nodes, ok := reg.Lookup(schema.GroupVersion{Version: "v1"}, "nodes"); ok {
+		w.admission.Nodes = auth.ObjectsNodeGetter(api.Objects(nodes))
 	}
 }
 

@@ -56,9 +56,13 @@ type LeaseClient interface {
 }
 
 // PodClient reads pods and reports their status; List and Watch with the field
-// selector spec.nodeName=<node> see the pods bound to a node.
+// selector spec.nodeName=<node> see the pods bound to a node. Create and Delete serve
+// mirror pods, the API's view of static pods (Delete with a UID precondition, so a
+// mirror pod recreated meanwhile is not the one deleted).
 type PodClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Pod, error)
+	Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOptions) (*corev1.Pod, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error)

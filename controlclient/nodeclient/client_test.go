@@ -320,3 +320,41 @@ func TestPullSecrets(t *testing.T) {
 		t.Fatalf("errors %v, want one NotFound naming spec.imagePullSecrets[1]", errs)
 	}
 }
+
+func TestPodCreateAndDeleteWithUIDPrecondition(t *testing.T) {
+	c, admin := startAPI(t)
+	ctx := testContext(t)
+	pods := c.Pods("kube-system")
+	mirror := testPod("kube-system", "etcd-node-a", "node-a")
+	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "abc"}
+	created, err := pods.Create(ctx, mirror, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.UID == "" || created.Annotations["kubernetes.io/config.mirror"] != "abc" {
+		t.Fatalf("Create returned %+v, want the stored pod with its UID and annotation", created.ObjectMeta)
+	}
+	if _, err := pods.Create(ctx, mirror, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("second Create: %v, want AlreadyExists", err)
+	}
+
+	stale := types.UID("not-" + string(created.UID))
+	err = pods.Delete(ctx, "etcd-node-a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &stale}})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("Delete with another pod's UID: %v, want Conflict", err)
+	}
+	if _, err := admin.CoreV1().Pods("kube-system").Get(ctx, "etcd-node-a", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the pod is gone after a refused Delete: %v", err)
+	}
+	zero := int64(0)
+	if err := pods.Delete(ctx, "etcd-node-a", metav1.DeleteOptions{GracePeriodSeconds: &zero,
+		Preconditions: &metav1.Preconditions{UID: &created.UID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Pods("kube-system").Get(ctx, "etcd-node-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after Delete with grace 0: %v, want NotFound", err)
+	}
+	if err := pods.Delete(ctx, "etcd-node-a", metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Delete of a missing pod: %v, want NotFound", err)
+	}
+}

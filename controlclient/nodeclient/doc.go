@@ -1,10 +1,10 @@
 // Package nodeclient is plinthd's client of the Kubernetes API: typed requests for the
 // few resources a node agent reads and writes — its Node (get, create, update, status
 // update and patch), its Lease (get, create, update), the pods bound to it (get, list
-// and watch by the field selector spec.nodeName), pod eviction (the pods/eviction
-// subresource), Events (create), Services and EndpointSlices (list and watch), and
-// the Secrets and ConfigMaps its pods use (get; PullSecrets reads a pod's
-// imagePullSecrets) —
+// and watch by the field selector spec.nodeName; create and delete for mirror pods),
+// pod eviction (the pods/eviction subresource), Events (create), Services and
+// EndpointSlices (list and watch), and the Secrets and ConfigMaps its pods use (get;
+// PullSecrets reads a pod's imagePullSecrets) —
 // and the cache.ListerWatchers the pod runtime and the Service proxy build informers on.
 //
 // It exists to keep plinthd small: client-go's clientset (k8s.io/client-go/kubernetes)

@@ -75,6 +75,18 @@ func (r resource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpt
 	return out, err
 }
 
+// Delete sends opts as the request body, as client-go's typed clients do, so
+// preconditions and grace periods reach the server.
+func (r resource[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	return r.client.Delete().
+		NamespaceIfScoped(r.namespace, r.namespace != "").
+		Resource(r.name).
+		Name(name).
+		Body(&opts).
+		Do(ctx).
+		Error()
+}
+
 func (r resource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	return r.put(ctx, obj, "", opts)
 }

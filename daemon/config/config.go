@@ -15,6 +15,8 @@ import (
 const (
 	DefaultConfigFile = "/etc/plinth/plinthd.yaml"
 	DefaultConfigDir  = "/etc/plinth/plinthd.d"
+	// DefaultStaticPodPath is the directory of static pod manifests.
+	DefaultStaticPodPath = "/etc/plinth/manifests"
 )
 
 // Config is plinthd's configuration as written in YAML (camelCase field names).
@@ -112,6 +114,15 @@ type Config struct {
 	// usage; 0 turns it off.
 	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge"`
 
+	// StaticPodPath is the directory whose regular files each hold one static pod
+	// manifest (YAML or JSON), run by plinthd without the control service, as kubelet's
+	// staticPodPath. Empty turns static pods off; a directory that does not exist
+	// holds no pods until it is created.
+	StaticPodPath string `json:"staticPodPath"`
+	// FileCheckFrequency is how often the static pod directory is read again even
+	// when no file-change notification came (kubelet's fileCheckFrequency).
+	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency"`
+
 	// Proxy configures the Service proxy.
 	Proxy ProxyConfig `json:"proxy"`
 }
@@ -142,6 +153,9 @@ func Defaults() Config {
 		ImageGCHighThresholdPercent: 85,
 		ImageGCLowThresholdPercent:  80,
 		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
+
+		StaticPodPath:      DefaultStaticPodPath,
+		FileCheckFrequency: metav1.Duration{Duration: 20 * time.Second},
 
 		Proxy: defaultProxyConfig(),
 	}

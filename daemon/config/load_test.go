@@ -308,6 +308,8 @@ func TestLoadErrorsNameFileFieldAndValue(t *testing.T) {
 		{"non-positive lease", "nodeLeaseDurationSeconds: 0\n", []string{"nodeLeaseDurationSeconds", "0", "positive"}},
 		{"relative lock file", "lockFile: plinthd.lock\n", []string{"lockFile", `"plinthd.lock"`, "absolute"}},
 		{"bad healthz address", "healthzBindAddress: localhost\n", []string{"healthzBindAddress", `"localhost"`, "host:port"}},
+		{"relative static pod path", "staticPodPath: manifests\n", []string{"staticPodPath", `"manifests"`, "absolute"}},
+		{"tiny file check frequency", "fileCheckFrequency: 1ms\n", []string{"fileCheckFrequency", `"1ms"`, "at least 100ms"}},
 		{"top-level list", "- maxPods: 3\n", []string{"top level must be a mapping", "a list"}},
 		{"duplicate key", "maxPods: 3\nmaxPods: 4\n", []string{`"maxPods" already set`}},
 		{"second document", "maxPods: 3\n---\nmaxPods: 4\n", []string{"document 2", "one YAML document"}},
@@ -407,6 +409,8 @@ imageGCHighThresholdPercent: 90
 imageGCLowThresholdPercent: 70
 imageMinimumGCAge: 5m
 imageMaximumGCAge: 168h
+staticPodPath: /srv/manifests
+fileCheckFrequency: 1m
 proxy:
   enabled: true
   nodePortAddresses: [192.0.2.0/24, "2001:db8::/64"]
@@ -451,6 +455,9 @@ proxy:
 		ImageGCLowThresholdPercent:        70,
 		ImageMinimumGCAge:                 metav1.Duration{Duration: 5 * time.Minute},
 		ImageMaximumGCAge:                 metav1.Duration{Duration: 168 * time.Hour},
+
+		StaticPodPath:      "/srv/manifests",
+		FileCheckFrequency: metav1.Duration{Duration: time.Minute},
 		Proxy: ProxyConfig{
 			Enabled:            ptrTo(true),
 			NodePortAddresses:  []string{"192.0.2.0/24", "2001:db8::/64"},
@@ -478,5 +485,26 @@ func TestEmptyAndCommentOnlyFilesChangeNothing(t *testing.T) {
 	c, files := mustLoadDir(t, dir)
 	if !reflect.DeepEqual(c, Defaults()) || len(files) != 4 {
 		t.Errorf("config = %+v from %v, want defaults from 4 files", c, files)
+	}
+}
+
+func TestStaticPodPathDropIns(t *testing.T) {
+	// A drop-in may turn static pods off with an empty path, and a later null brings the
+	// default back, while another drop-in changes only the frequency.
+	dir := writeFiles(t, map[string]string{
+		"plinthd.yaml":      "staticPodPath: /srv/manifests\n",
+		"plinthd.d/10.yaml": "staticPodPath: ''\nfileCheckFrequency: 5s\n",
+	})
+	c, _ := mustLoadDir(t, dir)
+	if c.StaticPodPath != "" || c.FileCheckFrequency.Duration != 5*time.Second {
+		t.Errorf("staticPodPath %q fileCheckFrequency %v, want empty and 5s", c.StaticPodPath, c.FileCheckFrequency.Duration)
+	}
+	dir = writeFiles(t, map[string]string{
+		"plinthd.yaml":      "staticPodPath: /srv/manifests\n",
+		"plinthd.d/10.yaml": "staticPodPath: null\n",
+	})
+	c, _ = mustLoadDir(t, dir)
+	if c.StaticPodPath != DefaultStaticPodPath || c.FileCheckFrequency.Duration != 20*time.Second {
+		t.Errorf("staticPodPath %q fileCheckFrequency %v, want the defaults %q and 20s", c.StaticPodPath, c.FileCheckFrequency.Duration, DefaultStaticPodPath)
 	}
 }

@@ -63,9 +63,20 @@ func (c Config) validate() field.ErrorList {
 	errs = append(errs, validateReserved(field.NewPath("kubeReserved"), c.KubeReserved)...)
 	errs = append(errs, c.validateEviction()...)
 	errs = append(errs, c.validateGC()...)
+	if c.StaticPodPath != "" {
+		errs = append(errs, validateAbsPath(field.NewPath("staticPodPath"), c.StaticPodPath)...)
+	}
+	if d := c.FileCheckFrequency.Duration; d < minFileCheckFrequency {
+		errs = append(errs, field.Invalid(field.NewPath("fileCheckFrequency"), d.String(),
+			fmt.Sprintf(`must be at least %s, such as "20s"`, minFileCheckFrequency)))
+	}
 	errs = append(errs, c.Proxy.validate(field.NewPath("proxy"))...)
 	return errs
 }
+
+// minFileCheckFrequency keeps a mistyped fileCheckFrequency ("1ms") from re-reading
+// the static pod directory in a busy loop.
+const minFileCheckFrequency = 100 * time.Millisecond
 
 // minEvaluationInterval keeps a mistyped evictionEvaluationInterval ("1ms") from
 // turning the pressure manager into a busy loop.
