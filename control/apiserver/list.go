@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -183,7 +184,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, r *Resource, inf
 // Selectors filter after reading, so several etcd pages may be read for one API page,
 // all at the revision of the first.
 func (s *Server) listPage(ctx context.Context, r *Resource, namespace string, sel selector, limit int64, opts storage.ListOptions) (listed, error) {
-	prefix := r.listPrefix(namespace)
+	prefix := selectionPrefix(r, namespace, sel)
 	var out listed
 	for {
 		if limit > 0 {
@@ -221,4 +222,20 @@ func (s *Server) listPage(ctx context.Context, r *Resource, namespace string, se
 		}
 		opts.StartKey = next
 	}
+}
+
+// selectionPrefix is the storage prefix a list or watch reads: the collection's, or,
+// when the field selector names one object (metadata.name=X, as a node agent's informer
+// on its own Node asks), that object's key. The selector is still applied to everything
+// read (the key is a prefix too: n1 also reads n10), so narrowing only saves work: with
+// thousands of nodes each watching its own Node, every Node write was otherwise read and
+// decoded by every node's watch, and every watch began by decoding every Node.
+func selectionPrefix(r *Resource, namespace string, sel selector) string {
+	if sel.fields != nil && (!r.Namespaced || namespace != "") {
+		// A name that is no path segment ("", "..", "a/b") reads the whole collection.
+		if name, ok := sel.fields.RequiresExactMatch("metadata.name"); ok && name != "" && len(path.IsValidPathSegmentName(name)) == 0 {
+			return r.key(namespace, name)
+		}
+	}
+	return r.listPrefix(namespace)
 }

@@ -48,12 +48,15 @@ type Config struct {
 	OpenAPI bool
 	// Metrics, when set, is served at /metrics to authorized users.
 	MetricsHandler http.Handler
+	// Inflight caps the requests served at once; the zero value limits nothing.
+	Inflight InflightLimits
 }
 
 // Server is the HTTP handler of the API.
 type Server struct {
-	cfg     Config
-	metrics *requestMetrics
+	cfg      Config
+	metrics  *requestMetrics
+	inflight *inflightLimiter
 	// watches counts open watch streams, so a shutdown can let them end cleanly
 	// before the connections close.
 	watches sync.WaitGroup
@@ -95,11 +98,22 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Authenticators == nil {
 		cfg.Authenticators = []Authenticator{ClientCertAuthenticator{}}
 	}
+	if cfg.Inflight.ReadOnly < 0 || cfg.Inflight.Mutating < 0 {
+		return nil, fmt.Errorf("apiserver: in-flight limits %+v: want 0 (no limit) or more", cfg.Inflight)
+	}
 	m, err := newRequestMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, metrics: m}, nil
+	inflight := newInflightLimiter(cfg.Inflight)
+	if cfg.Metrics != nil {
+		for _, c := range inflight.collectors() {
+			if err := cfg.Metrics.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Server{cfg: cfg, metrics: m, inflight: inflight}, nil
 }
 
 // ServeHTTP routes a request to discovery or to a resource.
@@ -109,11 +123,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	var verb, resource string
 	if req2, ok := s.authenticate(rec, req); ok {
 		req = req2
-		verb, resource = s.serve(rec, req)
+		verb, resource = s.serveWithinLimits(rec, req)
 	}
 	s.metrics.observe(verb, resource, rec.code, s.cfg.Clock.Since(start))
 	s.cfg.Logger.Debug("request", "user", userFrom(req.Context()).Name, "method", req.Method,
 		"uri", req.URL.RequestURI(), "code", rec.code, "duration", s.cfg.Clock.Since(start))
+}
+
+// serveWithinLimits serves the request if its kind has a free in-flight slot (or it is
+// exempt) and refuses it with 429 otherwise. Authentication comes first because who
+// asks decides whether the limits apply.
+func (s *Server) serveWithinLimits(w http.ResponseWriter, req *http.Request) (verb, resource string) {
+	kind, exempt := inflightKind(req, userFrom(req.Context()))
+	if exempt {
+		return s.serve(w, req)
+	}
+	release, ok := s.inflight.acquire(kind)
+	if !ok {
+		writeTooManyRequests(w)
+		return refusedVerbResource(req)
+	}
+	defer release()
+	return s.serve(w, req)
 }
 
 // serve handles the request and returns the verb and resource for metrics.

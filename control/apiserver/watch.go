@@ -80,7 +80,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, r *Resource, in
 		start = initial.revision
 	}
 	enc := &watchEncoder{w: w, flusher: flusher, r: r, table: wantsTable(req), includeObject: q.Get("includeObject"), now: s.cfg.Clock.Now}
-	events := s.cfg.Store.Watch(ctx, r.listPrefix(info.namespace), start)
+	events := s.cfg.Store.Watch(ctx, selectionPrefix(r, info.namespace, sel), start)
 
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Transfer-Encoding", "chunked")

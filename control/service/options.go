@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plinth/plinth/control/apiserver"
 	"github.com/plinth/plinth/control/auth"
 	"github.com/plinth/plinth/control/controllers/nodeipam"
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
@@ -32,6 +33,9 @@ type Options struct {
 	PodGC              podgc.Options
 	LeaderElection     LeaderElection
 	LogLevel           string
+	// Inflight caps the API requests served at once (--max-requests-inflight,
+	// --max-mutating-requests-inflight); requests beyond get 429 and Retry-After.
+	Inflight apiserver.InflightLimits
 	// ProfilingAddress, when set, serves Go's pprof profiles there, unauthenticated.
 	ProfilingAddress string
 
@@ -63,6 +67,7 @@ func DefaultOptions() Options {
 		PodGC:              podgc.DefaultOptions(),
 		LeaderElection:     DefaultLeaderElection(),
 		LogLevel:           "info",
+		Inflight:           apiserver.DefaultInflightLimits(),
 		NodeCertValidity:   auth.DefaultNodeCertValidity,
 
 		ServiceClusterIPRange: "10.96.0.0/12",
@@ -112,6 +117,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", o.LeaderElection.LeaseDuration, "how long a leader's Lease lasts without renewal")
 	fs.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", o.LeaderElection.RenewDeadline, "how long the leader retries renewing before it gives up the loops")
 	fs.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire or renew")
+	fs.IntVar(&o.Inflight.ReadOnly, "max-requests-inflight", o.Inflight.ReadOnly, "most non-mutating API requests (get, list) served at once; more are answered 429 with Retry-After. Watches and system:masters (this service's own control loops and leader election, administrators) are never limited. 0 means no limit")
+	fs.IntVar(&o.Inflight.Mutating, "max-mutating-requests-inflight", o.Inflight.Mutating, "most mutating API requests (create, update, patch, delete) served at once; more are answered 429 with Retry-After, with the same exemptions as --max-requests-inflight. 0 means no limit")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.ProfilingAddress, "profiling-address", o.ProfilingAddress, "HOST:PORT to serve Go's pprof profiles on under /debug/pprof/, without authentication (keep it on loopback); empty serves none")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR Services get cluster IPs from (dynamic ones from above the first min(max(16, size/16), 256) addresses, which static ones prefer); at most 20 host bits")
@@ -167,6 +174,12 @@ func (o *Options) Complete() error {
 	}
 	if o.NodeCertValidity < 10*time.Second {
 		errs = append(errs, fmt.Errorf("--node-cert-validity: %s is too short: want at least 10s", o.NodeCertValidity))
+	}
+	if o.Inflight.ReadOnly < 0 {
+		errs = append(errs, fmt.Errorf("--max-requests-inflight: %d is not a request count (want 0 for no limit, or more)", o.Inflight.ReadOnly))
+	}
+	if o.Inflight.Mutating < 0 {
+		errs = append(errs, fmt.Errorf("--max-mutating-requests-inflight: %d is not a request count (want 0 for no limit, or more)", o.Inflight.Mutating))
 	}
 	if err := o.LeaderElection.validate(); err != nil {
 		errs = append(errs, err)

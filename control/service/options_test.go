@@ -29,3 +29,31 @@ func TestTerminatedPodGCThresholdFlag(t *testing.T) {
 		t.Errorf("-1: %v, want an error naming the flag and the value", err)
 	}
 }
+
+func TestInflightLimitFlags(t *testing.T) {
+	parse := func(args ...string) (Options, error) {
+		o := DefaultOptions()
+		fs := flag.NewFlagSet("plinth-control", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return o, err
+		}
+		return o, o.Complete()
+	}
+	o, err := parse()
+	if err != nil || o.Inflight.ReadOnly != 400 || o.Inflight.Mutating != 200 {
+		t.Fatalf("defaults: %+v, %v; want kube-apiserver's 400 and 200", o.Inflight, err)
+	}
+	if o, err := parse("--max-requests-inflight=0", "--max-mutating-requests-inflight=50"); err != nil || o.Inflight.ReadOnly != 0 || o.Inflight.Mutating != 50 {
+		t.Errorf("0 and 50: %+v, %v", o.Inflight, err)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"--max-requests-inflight=-1", "--max-requests-inflight: -1"},
+		{"--max-mutating-requests-inflight=-5", "--max-mutating-requests-inflight: -5"},
+	} {
+		if _, err := parse(tc.arg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming the flag and the value", tc.arg, err)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 	api, err := apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Logger: logger.With("component", "apiserver"), Metrics: metrics,
-		MetricsHandler: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), OpenAPI: true,
+		MetricsHandler: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), OpenAPI: true, Inflight: o.Inflight,
 		Authenticators: authn.authenticators, Authorizer: authn.authorizer, Admitters: []apiserver.Admitter{authn.admission, registry.NamespaceDeletionGuard{}},
 		Version: version.Info{
 			Major: kubernetesMajor, Minor: kubernetesMinor,

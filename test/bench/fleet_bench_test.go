@@ -175,9 +175,9 @@ func benchFleet(b *testing.B, size int) {
 	b.Logf("control's threads waited %.1f s for a CPU during the window (runnable, not running; %.2f s per second of CPU they got)",
 		waited.Seconds(), waited.Seconds()/max(cpuEnd.Seconds()-cpuStart.Seconds(), 0.001))
 	b.Logf("control's Go runtime at the window's end: %s", goMemory)
-	b.Logf("Lease updates: %d (%.0f/s), %d failed, p50 %s, p99 %s, max %s; Node reads: %d, %d failed, p99 %s",
-		lease.Count, float64(lease.Count)/window.Seconds(), lease.Failures, ms(lease.P50), ms(lease.P99), ms(lease.Max),
-		nodeGet.Count, nodeGet.Failures, ms(nodeGet.P99))
+	b.Logf("Lease updates: %d (%.0f/s), %d failed (%d of them 429, retried by the client), p50 %s, p99 %s, max %s; Node reads: %d, %d failed (%d 429), p99 %s",
+		lease.Count, float64(lease.Count)/window.Seconds(), lease.Failures, lease.Throttled, ms(lease.P50), ms(lease.P99), ms(lease.Max),
+		nodeGet.Count, nodeGet.Failures, nodeGet.Throttled, ms(nodeGet.P99))
 	b.Logf("detection of %d stopped nodes: error against stop + %s: %s; against last renewal seen + %s: %s; %d not marked; %d running nodes wrongly marked",
 		detection.stopped, fleetGrace, detection.vsStop, fleetGrace, detection.vsRenewal, detection.unmarked, detection.falseUnknown)
 	b.ReportMetric(cores, "control-cores")
@@ -188,6 +188,7 @@ func benchFleet(b *testing.B, size int) {
 	b.ReportMetric(msf(lease.P50), "lease-p50-ms")
 	b.ReportMetric(msf(lease.P99), "lease-p99-ms")
 	b.ReportMetric(float64(lease.Failures), "lease-failures")
+	b.ReportMetric(float64(lease.Throttled), "lease-429s")
 	b.ReportMetric(msf(detection.vsStop.p50), "detect-err-p50-ms")
 	b.ReportMetric(msf(detection.vsStop.maxAbs), "detect-abs-err-max-ms")
 	b.ReportMetric(msf(detection.vsRenewal.maxAbs), "detect-renewal-abs-err-max-ms")

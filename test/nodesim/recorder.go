@@ -73,21 +73,27 @@ func classify(method, path string) RequestKind {
 
 // Recorder collects the latency of every request the simulated nodes make, by kind:
 // from sending the request to receiving the response headers, as the node's client
-// sees it. A request fails when it gets no response or a status other than 2xx.
+// sees it. A request fails when it gets no response or a status other than 2xx; the
+// failures that were 429 Too Many Requests (the control service shedding load, which
+// client-go retries after Retry-After) are also counted apart.
 type Recorder struct {
 	mu        sync.Mutex
 	latencies map[RequestKind][]time.Duration
 	failures  map[RequestKind]int
+	throttled map[RequestKind]int
 }
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{latencies: map[RequestKind][]time.Duration{}, failures: map[RequestKind]int{}}
+	return &Recorder{latencies: map[RequestKind][]time.Duration{}, failures: map[RequestKind]int{}, throttled: map[RequestKind]int{}}
 }
 
-func (r *Recorder) observe(kind RequestKind, took time.Duration, ok bool) {
+func (r *Recorder) observe(kind RequestKind, took time.Duration, ok, throttled bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if throttled {
+		r.throttled[kind]++
+	}
 	if !ok {
 		r.failures[kind]++
 		return
@@ -102,22 +108,25 @@ func (r *Recorder) Reset() {
 	defer r.mu.Unlock()
 	clear(r.latencies)
 	clear(r.failures)
+	clear(r.throttled)
 }
 
 // Summary is what the Recorder saw of one kind of request.
 type Summary struct {
 	Count, Failures int
-	P50, P99, Max   time.Duration
+	// Throttled are the failures answered 429.
+	Throttled     int
+	P50, P99, Max time.Duration
 }
 
 // Summary returns the successful count, failures and latency percentiles of kind.
 func (r *Recorder) Summary(kind RequestKind) Summary {
 	r.mu.Lock()
 	lat := slices.Clone(r.latencies[kind])
-	failures := r.failures[kind]
+	failures, throttled := r.failures[kind], r.throttled[kind]
 	r.mu.Unlock()
 	slices.Sort(lat)
-	s := Summary{Count: len(lat), Failures: failures}
+	s := Summary{Count: len(lat), Failures: failures, Throttled: throttled}
 	if len(lat) > 0 {
 		s.P50, s.P99, s.Max = Percentile(lat, 0.50), Percentile(lat, 0.99), lat[len(lat)-1]
 	}
@@ -153,7 +162,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	resp, err := t.next.RoundTrip(req)
 	end := t.clock.Now()
 	ok := err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300
-	t.recorder.observe(kind, end.Sub(start), ok)
+	t.recorder.observe(kind, end.Sub(start), ok, err == nil && resp.StatusCode == http.StatusTooManyRequests)
 	if ok && kind.isHeartbeat() {
 		t.node.heartbeat(end)
 	}

@@ -190,3 +190,18 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("Percentile(nil) = %s", got)
 	}
 }
+
+func TestRecorderCountsThrottledApart(t *testing.T) {
+	r := NewRecorder()
+	r.observe(LeaseUpdate, 3*time.Millisecond, true, false)
+	r.observe(LeaseUpdate, time.Millisecond, false, true)
+	r.observe(LeaseUpdate, 2*time.Second, false, false)
+	s := r.Summary(LeaseUpdate)
+	if s.Count != 1 || s.Failures != 2 || s.Throttled != 1 || s.Max != 3*time.Millisecond {
+		t.Errorf("summary %+v, want 1 success of 3 ms, 2 failures of which 1 throttled", s)
+	}
+	r.Reset()
+	if s := r.Summary(LeaseUpdate); s.Count != 0 || s.Failures != 0 || s.Throttled != 0 {
+		t.Errorf("after Reset: %+v, want nothing", s)
+	}
+}

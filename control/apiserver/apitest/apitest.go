@@ -43,6 +43,8 @@ type Options struct {
 	// and admission to the stored pods.
 	Authorizer apiserver.Authorizer
 	Bind       func(api *apiserver.Server, reg *apiserver.Registry)
+	// Inflight caps the requests served at once; the zero value limits nothing.
+	Inflight apiserver.InflightLimits
 }
 
 // Server is a running API.
@@ -99,6 +101,7 @@ func Start(t testing.TB, opts Options) *Server {
 		Store: store, Registry: reg, Version: version.Info{GitVersion: "v1.33.0-plinth"},
 		BookmarkInterval: opts.BookmarkInterval, OpenAPI: true,
 		Authenticators: authenticators, Authorizer: opts.Authorizer, Admitters: opts.Admitters,
+		Inflight: opts.Inflight,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
@@ -277,13 +278,9 @@ func (c *Controller) sweep(ctx context.Context) {
 	}
 	c.mu.Unlock()
 
-	for _, node := range silent {
-		written, err := c.markUnknown(ctx, node)
-		if err != nil {
-			c.logger.Error("setting node conditions to Unknown", "node", node.Name, "err", err)
-		}
+	for i, written := range c.markAllUnknown(ctx, silent) {
 		if written != nil {
-			latest[node.Name] = written
+			latest[silent[i].Name] = written
 		}
 	}
 	// By name, so nodes that become due in the same sweep queue in a stable order.
@@ -303,6 +300,28 @@ func (c *Controller) sweep(ctx context.Context) {
 	c.markPodsOfSilentNodes(ctx, current)
 	// The cache has not seen this sweep's writes yet; the pass decides on them.
 	c.taintPass(ctx, latest)
+}
+
+// statusWriteWorkers bounds how many status writes of one sweep are in flight at once.
+// Nodes that fall silent together (a rack losing power, a partition) fall due in the
+// same sweep; written one after another, the last of thousands would be marked a whole
+// queue of round trips late. Marking Unknown is not rate limited (the NoExecute taints
+// that evict are, per zone), so the only bound needed is one that keeps this
+// controller's burst from crowding out everyone else's requests.
+const statusWriteWorkers = 16
+
+// markAllUnknown marks the silent nodes Unknown, statusWriteWorkers at a time, and
+// returns each node as written (nil where nothing was written), in the order given.
+func (c *Controller) markAllUnknown(ctx context.Context, silent []*v1.Node) []*v1.Node {
+	written := make([]*v1.Node, len(silent))
+	workqueue.ParallelizeUntil(ctx, statusWriteWorkers, len(silent), func(i int) {
+		w, err := c.markUnknown(ctx, silent[i])
+		if err != nil {
+			c.logger.Error("setting node conditions to Unknown", "node", silent[i].Name, "err", err)
+		}
+		written[i] = w
+	})
+	return written
 }
 
 // markUnknown writes the Unknown conditions through the status subresource and returns

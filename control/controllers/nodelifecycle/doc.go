@@ -32,7 +32,9 @@
 // taints above, by update with conflict retry, so other taints are never lost), the
 // Ready condition of pods on silent nodes through pods/status, and events through the
 // recorder it is given. It never writes Leases and never sets a condition back to True:
-// the node agent does that when it returns.
+// the node agent does that when it returns. Nodes that fall silent together are marked
+// (and their pods) with up to statusWriteWorkers writes in flight at once, so the last
+// of a thousand is not marked a thousand round trips late.
 //
 // The decisions are pure functions — decide (health), zoneCount.state and zoneRate
 // (disruption), planTaints (taint lists) — and the token buckets take the controller's

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // podNodeIndex indexes the pod cache by spec.nodeName. The name is this package's own,
@@ -38,6 +39,7 @@ func (c *Controller) markPodsOfSilentNodes(ctx context.Context, nodes []*v1.Node
 		return
 	}
 	now := c.clock.Now()
+	var pods []*v1.Pod
 	for _, node := range nodes {
 		if readyStatus(node) == v1.ConditionTrue {
 			continue
@@ -56,14 +58,19 @@ func (c *Controller) markPodsOfSilentNodes(ctx context.Context, nodes []*v1.Node
 		}
 		for _, obj := range objs {
 			pod, ok := obj.(*v1.Pod)
-			if !ok || !podReady(pod) {
-				continue
-			}
-			if err := c.markPodNotReady(ctx, pod); err != nil {
-				c.logger.Error("marking pod not Ready", "node", node.Name, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			if ok && podReady(pod) {
+				pods = append(pods, pod)
 			}
 		}
 	}
+	// The pods of nodes that fell silent together are written concurrently, as the
+	// nodes' conditions are (see statusWriteWorkers).
+	workqueue.ParallelizeUntil(ctx, statusWriteWorkers, len(pods), func(i int) {
+		pod := pods[i]
+		if err := c.markPodNotReady(ctx, pod); err != nil {
+			c.logger.Error("marking pod not Ready", "node", pod.Spec.NodeName, "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+	})
 }
 
 func podReady(pod *v1.Pod) bool {
