@@ -89,7 +89,7 @@ func firstInsufficient(in *Input) *insufficientResource {
 	}
 	used := Resources{}
 	for _, p := range in.OtherPods {
-		used.add(PodRequests(p))
+		used.Add(PodRequests(p))
 	}
 	for _, name := range resourceOrder(want) {
 		req := want[name]

@@ -3,6 +3,8 @@ package scheduler
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/plinth/plinth/internal/podrequests"
 )
 
 // amounts are resource quantities in the unit the filters compare: millicores for cpu,
@@ -36,14 +38,6 @@ func (a amounts) sub(b amounts) {
 	}
 }
 
-func (a amounts) raiseTo(b amounts) {
-	for name, v := range b {
-		if v > a[name] {
-			a[name] = v
-		}
-	}
-}
-
 func (a amounts) clone() amounts {
 	c := make(amounts, len(a))
 	c.add(a)
@@ -72,30 +66,7 @@ type podDemand struct {
 // sidecars started before it), plus the pod overhead. Pod-level requests, where set,
 // replace the containers' sum for their resources.
 func demandOf(pod *v1.Pod) podDemand {
-	sum := amounts{}
-	for _, c := range pod.Spec.Containers {
-		sum.add(fromList(c.Resources.Requests))
-	}
-	sidecars, initPeak := amounts{}, amounts{}
-	for _, c := range pod.Spec.InitContainers {
-		req := fromList(c.Resources.Requests)
-		if isSidecar(c) {
-			sidecars.add(req)
-			initPeak.raiseTo(sidecars)
-			continue
-		}
-		phase := sidecars.clone()
-		phase.add(req)
-		initPeak.raiseTo(phase)
-	}
-	sum.add(sidecars)
-	sum.raiseTo(initPeak)
-	if pod.Spec.Resources != nil {
-		for name, q := range pod.Spec.Resources.Requests {
-			sum[name] = amountOf(name, q)
-		}
-	}
-	sum.add(fromList(pod.Spec.Overhead))
+	sum := amounts(podrequests.Effective(pod, func(v1.ResourceName) bool { return true }))
 	d := podDemand{requests: sum, scoringCPU: sum[v1.ResourceCPU], scoringMemory: sum[v1.ResourceMemory]}
 	if d.scoringCPU == 0 {
 		d.scoringCPU = defaultMilliCPURequest
@@ -104,10 +75,6 @@ func demandOf(pod *v1.Pod) podDemand {
 		d.scoringMemory = defaultMemoryRequest
 	}
 	return d
-}
-
-func isSidecar(c v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
 // bestEffort reports the BestEffort QoS class: no container asks for or is limited in
