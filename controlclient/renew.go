@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
@@ -83,19 +84,9 @@ func NewCertRenewer(kubeconfig string, o RenewerOptions) (*CertRenewer, error) {
 	if tc.CertFile == "" || tc.CertFile != tc.KeyFile || len(tc.CertData) > 0 || len(tc.KeyData) > 0 {
 		return nil, fmt.Errorf("kubeconfig %s: %w (re-run plinthctl join to get one)", kubeconfig, ErrNotRenewable)
 	}
-	caPEM := tc.CAData
-	if len(caPEM) == 0 && tc.CAFile != "" {
-		if caPEM, err = os.ReadFile(tc.CAFile); err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: certificate-authority: %w", kubeconfig, err)
-		}
-	}
-	block, _ := pem.Decode(caPEM)
-	if block == nil {
-		return nil, fmt.Errorf("kubeconfig %s: no CA certificate (certificate-authority-data or certificate-authority)", kubeconfig)
-	}
-	ca, err := x509.ParseCertificate(block.Bytes)
+	ca, err := kubeconfigCA(kubeconfig, tc)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: CA certificate: %w", kubeconfig, err)
+		return nil, err
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -262,4 +253,24 @@ func (r *CertRenewer) RenewNow(ctx context.Context) (*x509.Certificate, error) {
 	}
 	r.logger.Info("client certificate renewed", "node", name, "notAfter", cert.NotAfter, "nextRenewal", r.NextRenewal())
 	return cert, nil
+}
+
+// kubeconfigCA is the cluster CA a kubeconfig names, inline or as a file.
+func kubeconfigCA(kubeconfig string, tc rest.TLSClientConfig) (*x509.Certificate, error) {
+	caPEM := tc.CAData
+	if len(caPEM) == 0 && tc.CAFile != "" {
+		var err error
+		if caPEM, err = os.ReadFile(tc.CAFile); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: certificate-authority: %w", kubeconfig, err)
+		}
+	}
+	block, _ := pem.Decode(caPEM)
+	if block == nil {
+		return nil, fmt.Errorf("kubeconfig %s: no CA certificate (certificate-authority-data or certificate-authority)", kubeconfig)
+	}
+	ca, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: CA certificate: %w", kubeconfig, err)
+	}
+	return ca, nil
 }

@@ -15,7 +15,6 @@ import (
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -65,19 +64,9 @@ func NewServingCertManager(kubeconfig, file, node string, names ServingNames, o 
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
-	caPEM := cfg.TLSClientConfig.CAData
-	if len(caPEM) == 0 && cfg.TLSClientConfig.CAFile != "" {
-		if caPEM, err = os.ReadFile(cfg.TLSClientConfig.CAFile); err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: certificate-authority: %w", kubeconfig, err)
-		}
-	}
-	block, _ := pem.Decode(caPEM)
-	if block == nil {
-		return nil, fmt.Errorf("kubeconfig %s: no CA certificate (certificate-authority-data or certificate-authority)", kubeconfig)
-	}
-	ca, err := x509.ParseCertificate(block.Bytes)
+	ca, err := kubeconfigCA(kubeconfig, cfg.TLSClientConfig)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: CA certificate: %w", kubeconfig, err)
+		return nil, err
 	}
 	// client-go's transport reloads a renewed client certificate file by itself.
 	transport, err := rest.TransportFor(cfg)
