@@ -7,6 +7,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,6 +134,14 @@ func (s *Supervisor) terminateUnstarted(p *corev1.Pod) {
 // was not terminating already. The caller must keep the pod out of later Syncs, or it
 // would be started again.
 func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
+	return s.Kill(uid, nil, done)
+}
+
+// Kill is Evict with the time the containers get between their stop signal and
+// SIGKILL: gracePeriodOverride replaces the pod's own when not nil (graceful node
+// shutdown gives each priority band its time, as kubelet's kill with a grace period
+// override does).
+func (s *Supervisor) Kill(uid types.UID, gracePeriodOverride *time.Duration, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sv, ok := s.workers[uid]
@@ -145,8 +154,10 @@ func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1
 		defer s.wg.Done()
 		sv.cancel()
 		<-sv.done
+		// Run has returned: nothing else reads the worker now.
+		sv.w.gracePeriodOverride = gracePeriodOverride
 		if err := sv.w.Terminate(context.Background()); err != nil {
-			s.cfg.Logger.Error("evict pod", "uid", uid, "err", err)
+			s.cfg.Logger.Error("stop pod", "uid", uid, "err", err)
 		}
 		s.mu.Lock()
 		delete(s.workers, uid)
@@ -160,6 +171,20 @@ func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1
 		}
 	}()
 	return true
+}
+
+// Pods returns the pods whose workers run and are not terminating, as they were when
+// their workers started.
+func (s *Supervisor) Pods() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*corev1.Pod
+	for _, sv := range s.workers {
+		if !sv.terminating {
+			out = append(out, sv.w.pod.DeepCopy())
+		}
+	}
+	return out
 }
 
 // Running reports whether the pod has a worker (running, or still terminating).

@@ -92,6 +92,8 @@ type PodWorker struct {
 	// stopSignals holds each current run's image STOPSIGNAL.
 	stopSignals map[string]unix.Signal
 	probes      map[string]map[ProbeKind]*ProbeTracker
+	// gracePeriodOverride, when set before Terminate, replaces the pod's grace period.
+	gracePeriodOverride *time.Duration
 }
 
 type exitEvent struct {
@@ -695,6 +697,9 @@ func GracePeriod(pod *corev1.Pod) time.Duration {
 func (w *PodWorker) Terminate(ctx context.Context) error {
 	w.st.Terminating = true
 	grace := GracePeriod(w.pod)
+	if w.gracePeriodOverride != nil {
+		grace = *w.gracePeriodOverride
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error

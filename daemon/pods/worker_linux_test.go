@@ -556,3 +556,44 @@ func TestWorkerRetriesPodSetup(t *testing.T) {
 		t.Errorf("network Setup called %d times, want 2", n)
 	}
 }
+
+// Kill's grace period override replaces the pod's own: a container that ignores
+// SIGTERM in a pod granting 300s is gone soon after the 1s override, and Pods no
+// longer lists the pod from the moment it is being killed.
+func TestSupervisorKillWithGracePeriodOverride(t *testing.T) {
+	e := newWorkerEnv(t)
+	s := NewSupervisor(e.cfg, nil)
+	t.Cleanup(s.Shutdown)
+	grace := int64(300)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stubborn", Namespace: "ns", UID: types.UID("88888888-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sh", "-c", "trap '' TERM; while true; do sleep 1; done"}}}}}
+	s.Sync([]*corev1.Pod{pod})
+	e.until(t, 0, "Running", func(st corev1.PodStatus) bool {
+		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil
+	})
+	if got := s.Pods(); len(got) != 1 || got[0].UID != pod.UID {
+		t.Fatalf("Pods() = %v, want the running pod", got)
+	}
+	override := time.Second
+	killed := make(chan corev1.PodStatus, 1)
+	start := time.Now()
+	if !s.Kill(pod.UID, &override, func(_ *corev1.Pod, last corev1.PodStatus) { killed <- last }) {
+		t.Fatal("Kill of a running pod returned false")
+	}
+	if got := s.Pods(); len(got) != 0 {
+		t.Errorf("Pods() lists %d pods being killed", len(got))
+	}
+	select {
+	case last := <-killed:
+		// The bound is the feature: 1s, not the pod's 300s; generous for a loaded machine.
+		if took := time.Since(start); took > 60*time.Second {
+			t.Errorf("the pod took %v to stop with a 1s override", took)
+		}
+		if cs := last.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.Signal != 9 && cs[0].State.Terminated.ExitCode != 137 {
+			t.Errorf("last status %+v, want the container SIGKILLed", last.ContainerStatuses)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the pod was not gone 90s after a kill with a 1s grace period override")
+	}
+}
