@@ -51,10 +51,15 @@ type podRuntime struct {
 	supervisor atomic.Pointer[pods.Supervisor]
 	status     *podStatusWriter
 
-	// evicted holds the pods evicted under node pressure, kept out of every later
-	// Sync so they are not started again (they stay in the API as Failed).
+	// evicted holds the pods stopped by plinthd itself (evicted under node pressure,
+	// or stopped by graceful node shutdown), kept out of every later Sync so they are
+	// not started again (they stay in the API as Failed).
 	evictedMu sync.Mutex
 	evicted   map[types.UID]bool
+
+	// shuttingDown reports a graceful node shutdown under way (nil when the feature is
+	// off); set before run.
+	shuttingDown func() bool
 }
 
 func newPodRuntime(cfg config.Config, client nodeclient.Interface, nodeName string, registry prometheus.Registerer, logger *slog.Logger) *podRuntime {
@@ -234,6 +239,7 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 		return
 	}
 	gate := newPodGate(r.currentNode, r.status.report, time.Now)
+	gate.shuttingDown = r.shuttingDown
 	_, first := list()
 	r.status.track(first)
 	sup.Sync(gate.filter(ctx, first, true))
@@ -258,20 +264,34 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 // evict stops a pod the runtime runs, for node-pressure eviction, and then fails it in
 // the API with reason Evicted and message; false when the runtime does not run it.
 func (r *podRuntime) evict(uid types.UID, message string) bool {
+	return r.stop(uid, nil, func(pod *corev1.Pod, st *corev1.PodStatus) {
+		st.Reason, st.Message = evictedReason, message
+		r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
+	}, nil)
+}
+
+// stop stops a pod the runtime runs (with grace when not nil, else the pod's own grace
+// period), keeps it out of later syncs, and once its containers are gone writes its
+// last status as Failed, with what mark adds, then calls after (when not nil); false
+// when the runtime does not run it or already stops it.
+func (r *podRuntime) stop(uid types.UID, grace *time.Duration, mark func(pod *corev1.Pod, st *corev1.PodStatus), after func()) bool {
 	sup := r.supervisor.Load()
 	if sup == nil {
 		return false
 	}
 	r.evictedMu.Lock()
+	already := r.evicted[uid]
 	r.evicted[uid] = true
 	r.evictedMu.Unlock()
-	ok := sup.Evict(uid, func(pod *corev1.Pod, last corev1.PodStatus) {
+	ok := sup.Kill(uid, grace, func(pod *corev1.Pod, last corev1.PodStatus) {
 		last.Phase = corev1.PodFailed
-		last.Reason, last.Message = evictedReason, message
+		mark(pod, &last)
 		r.status.report(pod, last)
-		r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
+		if after != nil {
+			after()
+		}
 	})
-	if !ok {
+	if !ok && !already {
 		r.evictedMu.Lock()
 		delete(r.evicted, uid)
 		r.evictedMu.Unlock()
@@ -364,4 +384,23 @@ func (r *podRuntime) confirmDeletion(uid types.UID) {
 	default:
 		r.logger.Warn("confirming a pod's deletion", "pod", ref.Namespace+"/"+ref.Name, "uid", uid, "err", err)
 	}
+}
+
+// activePods lists the pods the runtime runs and is not stopping.
+func (r *podRuntime) activePods() []*corev1.Pod {
+	sup := r.supervisor.Load()
+	if sup == nil {
+		return nil
+	}
+	return sup.Pods()
+}
+
+// stopForShutdown stops a pod for graceful node shutdown with grace and marks it as
+// kubelet's shutdown manager does; done is called once its containers are gone and its
+// status handed to the status writer. False when the runtime does not run it.
+func (r *podRuntime) stopForShutdown(uid types.UID, grace time.Duration, done func()) bool {
+	return r.stop(uid, &grace, func(pod *corev1.Pod, st *corev1.PodStatus) {
+		markShutdownTerminated(st, time.Now())
+		r.logger.Info("pod stopped for the node's shutdown", "pod", pod.Namespace+"/"+pod.Name, "grace_period", grace)
+	}, done)
 }

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plinth/plinth/controlclient/nodeclient"
@@ -16,8 +18,9 @@ import (
 
 // podRuntime runs no pods off Linux.
 type podRuntime struct {
-	logger *slog.Logger
-	status *podStatusWriter
+	logger       *slog.Logger
+	status       *podStatusWriter
+	shuttingDown func() bool
 }
 
 func newPodRuntime(_ config.Config, client nodeclient.Interface, _ string, _ prometheus.Registerer, logger *slog.Logger) *podRuntime {
@@ -33,3 +36,7 @@ func (r *podRuntime) run(context.Context) {
 func (r *podRuntime) evict(types.UID, string) bool { return false }
 
 func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }
+
+func (r *podRuntime) activePods() []*corev1.Pod { return nil }
+
+func (r *podRuntime) stopForShutdown(types.UID, time.Duration, func()) bool { return false }
