@@ -130,7 +130,8 @@ func (p shutdownPods) Active() []*corev1.Pod { return p.rt.activePods() }
 
 // Terminate implements shutdown.Pods: the pod is stopped with grace and left Failed
 // (reason Terminated, a DisruptionTarget condition), as kubelet's shutdown manager
-// leaves it.
+// leaves it. It returns once that status is written too, so the lock is not released
+// (and the machine not shut down) with the pod still Running in the API.
 func (p shutdownPods) Terminate(ctx context.Context, pod *corev1.Pod, grace time.Duration) error {
 	done := make(chan struct{})
 	var once sync.Once
@@ -140,10 +141,13 @@ func (p shutdownPods) Terminate(ctx context.Context, pod *corev1.Pod, grace time
 	}
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if !p.rt.status.waitWritten(ctx, pod.UID) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // markShutdownTerminated makes st what kubelet's shutdown manager leaves on a pod it

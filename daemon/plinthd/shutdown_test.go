@@ -2,6 +2,9 @@ package plinthd
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/plinth/plinth/controlclient/nodeclient/nodeclienttest"
 
 	"github.com/plinth/plinth/daemon/admission"
 	"github.com/plinth/plinth/daemon/node"
@@ -134,4 +142,46 @@ func TestPodGateRefusesNewPodsWhileShuttingDown(t *testing.T) {
 func gateNode() *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("10")}}}
+}
+
+// A pod stopped by the shutdown counts as done only once its Failed status is in the
+// API: waitWritten returns when it is written, and not while writes fail.
+func TestPodStatusWaitWritten(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "n1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cs := fake.NewClientset(p)
+	var failing atomic.Bool
+	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" && failing.Load() {
+			return true, nil, errors.New("control service away")
+		}
+		return false, nil, nil
+	})
+	w := newPodStatusWriter(nodeclienttest.FromClientset(cs), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	st := corev1.PodStatus{Phase: corev1.PodFailed}
+	markShutdownTerminated(&st, time.Now())
+	w.report(p, st)
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if !w.waitWritten(wctx, p.UID) {
+		t.Fatal("waitWritten gave up on a status the API accepts")
+	}
+	got, err := cs.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil || got.Status.Phase != corev1.PodFailed || got.Status.Reason != shutdown.ReasonTerminated {
+		t.Fatalf("pod in the API after waitWritten: %+v, %v", got.Status, err)
+	}
+
+	failing.Store(true)
+	st.Message = "another"
+	w.report(p, st)
+	short, scancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer scancel()
+	if w.waitWritten(short, p.UID) {
+		t.Error("waitWritten returned while the status could not be written")
+	}
 }
