@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/plinth/plinth/daemon/shutdown/logindtest"
 )
 
 // fakeLogind is logind in memory. Its reload reads InhibitDelayMaxSec from the drop-ins
@@ -79,7 +79,7 @@ func (f *fakeLogind) ReloadConfig(context.Context) error {
 	if f.stuck {
 		return nil
 	}
-	d, err := readInhibitDelayMaxSec(f.confDir)
+	d, err := logindtest.ReadInhibitDelayMaxSec(f.confDir)
 	if err != nil {
 		return err
 	}
@@ -107,32 +107,6 @@ func (f *fakeLogind) lockStates() []bool {
 		held = append(held, !l.closed.Load())
 	}
 	return held
-}
-
-// readInhibitDelayMaxSec reads InhibitDelayMaxSec= from the *.conf files of dir in
-// lexical order, the last one winning, as logind does.
-func readInhibitDelayMaxSec(dir string) (time.Duration, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.conf"))
-	if err != nil {
-		return 0, err
-	}
-	var d time.Duration
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return 0, err
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "InhibitDelayMaxSec="); ok {
-				s, err := strconv.Atoi(v)
-				if err != nil {
-					return 0, fmt.Errorf("%s: %q: %w", f, line, err)
-				}
-				d = time.Duration(s) * time.Second
-			}
-		}
-	}
-	return d, nil
 }
 
 // termination is one Pods.Terminate call.
