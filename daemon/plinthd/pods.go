@@ -266,14 +266,19 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 func (r *podRuntime) evict(uid types.UID, message string) bool {
 	return r.stop(uid, nil, func(pod *corev1.Pod, st *corev1.PodStatus) {
 		st.Reason, st.Message = evictedReason, message
-		r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
+		if pod != nil {
+			r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
+		}
 	}, nil)
 }
 
 // stop stops a pod the runtime runs (with grace when not nil, else the pod's own grace
-// period), keeps it out of later syncs, and once its containers are gone writes its
-// last status as Failed, with what mark adds, then calls after (when not nil); false
-// when the runtime does not run it or already stops it.
+// period) and keeps it out of later syncs. Every status it reports from then on is
+// Failed with what mark adds (a terminal phase cannot change once in the API, so the
+// pod must never show Succeeded on the way); the last is written once its containers
+// are gone, then after (when not nil) is called. mark gets a nil pod while adjusting
+// the statuses on the way and the pod with the last one. False when the runtime does
+// not run it or already stops it.
 func (r *podRuntime) stop(uid types.UID, grace *time.Duration, mark func(pod *corev1.Pod, st *corev1.PodStatus), after func()) bool {
 	sup := r.supervisor.Load()
 	if sup == nil {
@@ -283,7 +288,11 @@ func (r *podRuntime) stop(uid types.UID, grace *time.Duration, mark func(pod *co
 	already := r.evicted[uid]
 	r.evicted[uid] = true
 	r.evictedMu.Unlock()
-	ok := sup.Kill(uid, grace, func(pod *corev1.Pod, last corev1.PodStatus) {
+	adjust := func(st *corev1.PodStatus) {
+		st.Phase = corev1.PodFailed
+		mark(nil, st)
+	}
+	ok := sup.Kill(uid, pods.KillOptions{GracePeriodOverride: grace, Status: adjust}, func(pod *corev1.Pod, last corev1.PodStatus) {
 		last.Phase = corev1.PodFailed
 		mark(pod, &last)
 		r.status.report(pod, last)
@@ -399,8 +408,11 @@ func (r *podRuntime) activePods() []*corev1.Pod {
 // kubelet's shutdown manager does; done is called once its containers are gone and its
 // status handed to the status writer. False when the runtime does not run it.
 func (r *podRuntime) stopForShutdown(uid types.UID, grace time.Duration, done func()) bool {
+	now := time.Now() // one transition time for every status of the stop
 	return r.stop(uid, &grace, func(pod *corev1.Pod, st *corev1.PodStatus) {
-		markShutdownTerminated(st, time.Now())
-		r.logger.Info("pod stopped for the node's shutdown", "pod", pod.Namespace+"/"+pod.Name, "grace_period", grace)
+		markShutdownTerminated(st, now)
+		if pod != nil {
+			r.logger.Info("pod stopped for the node's shutdown", "pod", pod.Namespace+"/"+pod.Name, "grace_period", grace)
+		}
 	}, done)
 }

@@ -134,14 +134,24 @@ func (s *Supervisor) terminateUnstarted(p *corev1.Pod) {
 // was not terminating already. The caller must keep the pod out of later Syncs, or it
 // would be started again.
 func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
-	return s.Kill(uid, nil, done)
+	return s.Kill(uid, KillOptions{}, done)
 }
 
-// Kill is Evict with the time the containers get between their stop signal and
-// SIGKILL: gracePeriodOverride replaces the pod's own when not nil (graceful node
-// shutdown gives each priority band its time, as kubelet's kill with a grace period
-// override does).
-func (s *Supervisor) Kill(uid types.UID, gracePeriodOverride *time.Duration, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
+// KillOptions say how Kill stops a pod.
+type KillOptions struct {
+	// GracePeriodOverride, when not nil, replaces the pod's grace period (graceful node
+	// shutdown gives each priority band its time, as kubelet's kill with a grace period
+	// override does).
+	GracePeriodOverride *time.Duration
+	// Status, when not nil, adjusts every status the pod reports from the kill on
+	// (Failed with the killer's reason), so that no status without it reaches the API
+	// first: a terminal phase cannot change once written, and containers exiting 0 on
+	// SIGTERM would otherwise make the pod Succeeded.
+	Status func(*corev1.PodStatus)
+}
+
+// Kill is Evict with options.
+func (s *Supervisor) Kill(uid types.UID, opts KillOptions, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sv, ok := s.workers[uid]
@@ -155,7 +165,7 @@ func (s *Supervisor) Kill(uid types.UID, gracePeriodOverride *time.Duration, don
 		sv.cancel()
 		<-sv.done
 		// Run has returned: nothing else reads the worker now.
-		sv.w.gracePeriodOverride = gracePeriodOverride
+		sv.w.gracePeriodOverride, sv.w.statusAdjust = opts.GracePeriodOverride, opts.Status
 		if err := sv.w.Terminate(context.Background()); err != nil {
 			s.cfg.Logger.Error("stop pod", "uid", uid, "err", err)
 		}

@@ -92,8 +92,10 @@ type PodWorker struct {
 	// stopSignals holds each current run's image STOPSIGNAL.
 	stopSignals map[string]unix.Signal
 	probes      map[string]map[ProbeKind]*ProbeTracker
-	// gracePeriodOverride, when set before Terminate, replaces the pod's grace period.
+	// gracePeriodOverride, when set before Terminate, replaces the pod's grace period;
+	// statusAdjust, when set, adjusts every status reported from then on.
 	gracePeriodOverride *time.Duration
+	statusAdjust        func(*corev1.PodStatus)
 }
 
 type exitEvent struct {
@@ -190,6 +192,9 @@ func earliestTime(a, b time.Time) time.Time {
 
 func (w *PodWorker) report() {
 	s := ComputeStatus(w.pod, &w.st, w.last, w.cfg.Clock.Now())
+	if w.statusAdjust != nil {
+		w.statusAdjust(&s)
+	}
 	if w.last != nil && reflect.DeepEqual(*w.last, s) {
 		return
 	}
