@@ -395,13 +395,20 @@ func (r *podRuntime) confirmDeletion(uid types.UID) {
 	}
 }
 
-// activePods lists the pods the runtime runs and is not stopping.
+// activePods lists the pods the runtime runs and is not stopping, without those that
+// have finished (Succeeded or Failed: nothing to stop, and their phase cannot change).
 func (r *podRuntime) activePods() []*corev1.Pod {
 	sup := r.supervisor.Load()
 	if sup == nil {
 		return nil
 	}
-	return sup.Pods()
+	var out []*corev1.Pod
+	for _, p := range sup.Pods() {
+		if !r.status.terminal(p.UID) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // stopForShutdown stops a pod for graceful node shutdown with grace and marks it as

@@ -91,6 +91,14 @@ func (w *podStatusWriter) forget(uid types.UID) (podRef, bool) {
 	return ref, ok
 }
 
+// terminal reports whether the pod's last reported status is Succeeded or Failed.
+func (w *podStatusWriter) terminal(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.latest[uid]
+	return ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
+}
+
 // Pods returns the pods the runtime reported on, each with its last status: the node
 // API's PodSource (/pods).
 func (w *podStatusWriter) Pods() []corev1.Pod {
@@ -200,6 +208,10 @@ func (w *podStatusWriter) flush(ctx context.Context) (failed bool) {
 			}
 		case apierrors.IsNotFound(err): // a conflict is retried with the pod read again
 			delete(w.pending, uid)
+		case apierrors.IsInvalid(err):
+			// Refused for good (a terminal phase cannot change): retrying cannot help.
+			delete(w.pending, uid)
+			w.logger.Warn("pod status refused by the control service; not retried", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
 		default:
 			failed = true
 			w.logger.Warn("writing pod status", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)

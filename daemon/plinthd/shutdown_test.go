@@ -10,9 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -150,9 +153,14 @@ func TestPodStatusWaitWritten(t *testing.T) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "n1"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	cs := fake.NewClientset(p)
-	var failing atomic.Bool
+	var failing, invalid atomic.Bool
 	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() == "status" && failing.Load() {
+		switch {
+		case a.GetSubresource() != "status":
+		case invalid.Load():
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "web",
+				field.ErrorList{field.Invalid(field.NewPath("status", "phase"), "Succeeded", "may not change")})
+		case failing.Load():
 			return true, nil, errors.New("control service away")
 		}
 		return false, nil, nil
@@ -183,5 +191,16 @@ func TestPodStatusWaitWritten(t *testing.T) {
 	defer scancel()
 	if w.waitWritten(short, p.UID) {
 		t.Error("waitWritten returned while the status could not be written")
+	}
+	if !w.terminal(p.UID) {
+		t.Error("a pod last reported Failed is not terminal")
+	}
+
+	// Refused for good (the API keeps a terminal phase): dropped, not waited for.
+	invalid.Store(true)
+	st.Phase = corev1.PodSucceeded
+	w.report(p, st)
+	if !w.waitWritten(wctx, p.UID) {
+		t.Error("waitWritten still waits for a status the API refused as invalid")
 	}
 }
