@@ -114,12 +114,12 @@ func (c *checker) pressureFeeds() {
 	} else if strings.Contains(tracefs.Reason, "CONFIG_TRACING") {
 		c.add("tracefs", Warn, "%s", tracefs.Reason)
 	} else {
-		c.add("tracefs", Pass, "%s (plinthd mounts it at start)", tracefs.Reason)
+		c.add("tracefs", Pass, "not mounted at %s; plinthd mounts it at start", c.s.TracefsDir)
 	}
 	if r := c.s.BPFFS(); r.Available {
 		c.add("bpffs", Pass, "%s", r.Reason)
 	} else {
-		c.add("bpffs", Pass, "%s (plinthd mounts it at start)", r.Reason)
+		c.add("bpffs", Pass, "not mounted at %s; plinthd mounts it at start", c.s.BPFFSDir)
 	}
 	for _, point := range features.PressureTracepoints() {
 		plain, typed := c.s.Tracepoint(point), c.s.TracepointBTF(point)

@@ -114,6 +114,7 @@ func (c *checker) swap() {
 		c.add("swap", Fail, "%s and failSwapOn is true: turn swap off (swapoff -a, and remove it from /etc/fstab) or set failSwapOn: false", on)
 		return
 	}
+	on += "; failSwapOn is false"
 	acct := c.s.SwapAccounting(c.mode)
 	switch {
 	case limited && c.mode != cgroup.Unified:
@@ -121,11 +122,11 @@ func (c *checker) swap() {
 	case !acct.Available:
 		c.add("swap", needed(c.needs.Pods && limited), "%s; containers' swap cannot be limited (%s), so %s cannot be applied", on, acct.Reason, c.needs.SwapBehavior)
 	case limited:
-		c.add("swap", Pass, "%s; failSwapOn is false; LimitedSwap: Burstable containers share it in proportion to their memory requests (%s)", on, acct.Reason)
+		c.add("swap", Pass, "%s; LimitedSwap: Burstable containers share it in proportion to their memory requests (%s)", on, acct.Reason)
 	case c.mode != cgroup.Unified:
-		c.add("swap", Warn, "%s; failSwapOn is false; NoSwap: containers with a memory limit get none (memsw), but cgroup v1 cannot keep containers without a memory limit off swap", on)
+		c.add("swap", Warn, "%s; NoSwap: containers with a memory limit get none (memsw), but cgroup v1 cannot keep containers without a memory limit off swap", on)
 	default:
-		c.add("swap", Pass, "%s; failSwapOn is false; NoSwap: containers get none (memory.swap.max=0)", on)
+		c.add("swap", Pass, "%s; NoSwap: containers get none (memory.swap.max=0)", on)
 	}
 }
 
