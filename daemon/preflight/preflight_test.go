@@ -296,7 +296,7 @@ func TestParseRuncVersion(t *testing.T) {
 			t.Errorf("ParseRuncVersion(%q) = %d %d %q %v", tc.out, major, minor, full, err)
 		}
 	}
-	for _, bad := range []string{"", "crun version 1.8\n", "runc version one.two\n", "runc version 1\n"} {
+	for _, bad := range []string{"", "crun version 1.8\n", "runc version one.two\n", "runc version 1\n", "runc version -1.2\n", "runc version +1.2\n"} {
 		if _, _, _, err := ParseRuncVersion(bad); err == nil {
 			t.Errorf("ParseRuncVersion(%q) succeeded", bad)
 		}
@@ -320,4 +320,24 @@ func TestReportFormats(t *testing.T) {
 	if !bytes.Contains(r.JSON(), []byte(`"status": "FAIL"`)) {
 		t.Errorf("JSON = %s", r.JSON())
 	}
+}
+
+func FuzzParseRuncVersion(f *testing.F) {
+	for _, s := range []string{"runc version 1.5.2\nspec: 1.3.0\n", "runc version 1.1.5+ds1\n", "runc version 1\n", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, out string) {
+		major, minor, full, err := ParseRuncVersion(out)
+		if err != nil {
+			return
+		}
+		if major < 0 || minor < 0 {
+			t.Fatalf("ParseRuncVersion(%q) = %d.%d", out, major, minor)
+		}
+		// What it read parses again to the same numbers.
+		m2, n2, full2, err := ParseRuncVersion("runc version " + full + "\n")
+		if err != nil || m2 != major || n2 != minor || full2 != full {
+			t.Fatalf("ParseRuncVersion(%q) = %d %d %q; again: %d %d %q %v", out, major, minor, full, m2, n2, full2, err)
+		}
+	})
 }

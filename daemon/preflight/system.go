@@ -48,7 +48,7 @@ func ParseRuncVersion(out string) (major, minor int, full string, err error) {
 		return 0, 0, "", fmt.Errorf("runc --version printed %q, not \"runc version X.Y.Z\"", first)
 	}
 	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
+	if len(parts) < 2 || !allDigits(parts[0]) || !allDigits(parts[1]) {
 		return 0, 0, "", fmt.Errorf("runc version %q: want X.Y.Z", v)
 	}
 	if major, err = strconv.Atoi(parts[0]); err != nil {
@@ -58,6 +58,10 @@ func ParseRuncVersion(out string) (major, minor int, full string, err error) {
 		return 0, 0, "", fmt.Errorf("runc version %q: %w", v, err)
 	}
 	return major, minor, v, nil
+}
+
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func (c *checker) runc(ctx context.Context) {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,7 +211,18 @@ func FuzzParseCmdline(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		for k := range ParseCmdline(in) {
+		params := ParseCmdline(in)
+		if strings.Contains(in, `"`) {
+			// Quotes may group spaces even into a name, as the kernel's parser does;
+			// with balanced quotes a parameter appended after them is read as such.
+			if strings.Count(in, `"`)%2 == 0 && !slices.Contains(strings.Fields(in), "--") {
+				if got := ParseCmdline(in + " psi=0")["psi"]; got != "0" {
+					t.Fatalf("ParseCmdline(%q + \" psi=0\")[psi] = %q", in, got)
+				}
+			}
+			return
+		}
+		for k := range params {
 			if k == "--" || strings.ContainsAny(k, " \t\n") {
 				t.Fatalf("ParseCmdline(%q) has parameter %q", in, k)
 			}
