@@ -1,6 +1,8 @@
 package config
 
 import (
+	"flag"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,18 @@ func TestSwapErrorsNameFileFieldAndValue(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "plinthd.yaml") {
 			t.Errorf("%q: error %v, want one naming plinthd.yaml and %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+func TestFailSwapOnFlagOverridesFiles(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"plinthd.yaml": "failSwapOn: true\n"})
+	fs := flag.NewFlagSet("plinthd", flag.ContinueOnError)
+	f := BindFlags(fs)
+	if err := fs.Parse([]string{"--config", filepath.Join(dir, "plinthd.yaml"), "--config-dir", "", "--fail-swap-on=false"}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := f.Load()
+	if err != nil || c.FailSwapOn {
+		t.Errorf("failSwapOn %v, %v; want the flag's false", c.FailSwapOn, err)
 	}
 }
