@@ -12,6 +12,7 @@ import (
 	"github.com/plinth/plinth/internal/kerneltest"
 	"github.com/plinth/plinth/kernel/cgroup/cgrouptest"
 	"github.com/plinth/plinth/kernel/features"
+	"github.com/plinth/plinth/kernel/seccomp"
 )
 
 // TestHostPreflight runs every check against this machine as a node with pods and the
@@ -31,10 +32,18 @@ func TestHostPreflight(t *testing.T) {
 	for _, c := range r.Checks {
 		status[c.Name] = c
 	}
-	for _, name := range []string{"kernel", "nftables", "runc", "seccomp", "libseccomp", "cgroup mode"} {
+	for _, name := range []string{"kernel", "nftables", "runc", "seccomp", "cgroup mode", "cgroup controllers"} {
 		if c := status[name]; c.Status != preflight.Pass {
 			t.Errorf("%s: %s %s", name, c.Status, c.Reason)
 		}
+	}
+	// libseccomp is there exactly when this binary links it (cgo).
+	wantLib := preflight.Pass
+	if _, err := seccomp.Probe(); err != nil {
+		wantLib = preflight.Warn
+	}
+	if c := status["libseccomp"]; c.Status != wantLib {
+		t.Errorf("libseccomp: %s %s, want %s", c.Status, c.Reason, wantLib)
 	}
 	devs, err := features.HostSystem().Swap()
 	if err != nil {
