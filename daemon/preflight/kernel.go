@@ -53,7 +53,14 @@ func (c *checker) cgroups() {
 
 func (c *checker) nftables() {
 	use := c.needs.Proxy || c.needs.Pods
-	users := usersOf(c.needs.Proxy, "the Service proxy", c.needs.Pods, "the pod network's masquerade table")
+	var usedBy []string
+	if c.needs.Proxy {
+		usedBy = append(usedBy, "the Service proxy")
+	}
+	if c.needs.Pods {
+		usedBy = append(usedBy, "the pod network's masquerade table")
+	}
+	users := strings.Join(usedBy, " and ")
 	if c.needs.Proxy && c.below(nftablesMajor, nftablesMinor) {
 		c.add("nftables", Fail, "kernel %d.%d is older than %d.%d, which kube-proxy's nftables mode (and so %s) requires",
 			c.version.Major, c.version.Minor, nftablesMajor, nftablesMinor, users)
@@ -75,17 +82,6 @@ func (c *checker) nftables() {
 	default:
 		c.add("conntrack", Warn, "%s; the Service proxy's NAT and stale UDP flow deletion need it", ct.Reason)
 	}
-}
-
-// usersOf joins the names of the parts that use a feature.
-func usersOf(pairs ...any) string {
-	var names []string
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if pairs[i].(bool) {
-			names = append(names, pairs[i+1].(string))
-		}
-	}
-	return strings.Join(names, " and ")
 }
 
 // pressureFeeds checks what the pressure signals read: PSI, BTF, BPF programs, ring
