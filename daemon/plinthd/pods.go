@@ -33,6 +33,7 @@ import (
 	"github.com/plinth/plinth/daemon/staticpods"
 	"github.com/plinth/plinth/internal/version"
 	"github.com/plinth/plinth/kernel/cgroup"
+	"github.com/plinth/plinth/kernel/features"
 )
 
 // podRuntime runs the pods bound to this node: it waits for the node's pod CIDRs,
@@ -139,6 +140,10 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	swap, err := containerSwap(cfg, features.HostSystem(), host.Mode, r.logger)
+	if err != nil {
+		return nil, err
+	}
 	resolv, err := os.ReadFile(cfg.Pods.ResolvConf)
 	if err != nil {
 		return nil, fmt.Errorf("pods.resolvConf: %w", err)
@@ -160,7 +165,7 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
 		PodsDir: cfg.PodsDir(), LogsDir: cfg.PodLogsDir, SandboxDir: filepath.Join(cfg.Pods.RuntimeDir, "pods"),
 		ResolvConf: resolv, ClusterDomain: cfg.Pods.ClusterDomain, HostIPs: hostIPs,
 		NodeMemoryBytes: node.Status.Capacity.Memory().Value(), NodeMilliCPU: node.Status.Capacity.Cpu().MilliValue(),
-		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified,
+		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified, Swap: swap,
 		Prober: pods.Prober{Exec: driver, UserAgent: "kube-probe/" + version.String()},
 		Clock:  clock.RealClock{}, Logger: r.logger,
 		Report: r.status.report, PullSecrets: r.pullSecrets,

@@ -12,6 +12,7 @@ import (
 	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/podnet"
+	"github.com/plinth/plinth/daemon/preflight"
 	"github.com/plinth/plinth/daemon/proxy"
 	"github.com/plinth/plinth/kernel/conntrack"
 )
@@ -28,6 +29,9 @@ type Backends struct {
 	// NewProxyRules builds the Service proxy's rule syncer. Nil means this build has
 	// none: the proxy does not start (said in the log) and --cleanup has nothing to do.
 	NewProxyRules func(logger *slog.Logger) (ProxyRules, error)
+	// Preflight checks the host before plinthd changes anything; nil checks the
+	// running system (daemon/preflight). plinthd refuses to start on a FAIL.
+	Preflight func(ctx context.Context, needs preflight.Needs) preflight.Report
 }
 
 // serviceProxy is the running Service proxy and what it holds open.

@@ -67,10 +67,12 @@ type WorkerConfig struct {
 	// Node capacity and limits for bundles.
 	NodeMemoryBytes, NodeMilliCPU, PodPidsLimit int64
 	Limits                                      runc.Limits
-	CgroupNamespace                             bool
-	Prober                                      Prober
-	Clock                                       clock.Clock
-	Logger                                      *slog.Logger
+	// Swap limits the containers' swap (memorySwap.swapBehavior).
+	Swap            bundle.Swap
+	CgroupNamespace bool
+	Prober          Prober
+	Clock           clock.Clock
+	Logger          *slog.Logger
 	// PullSecrets returns the pod's imagePullSecrets from the API (nil: none).
 	PullSecrets func(pod *corev1.Pod) []corev1.Secret
 	// Report receives the pod's status whenever it changes.
@@ -500,7 +502,7 @@ func (w *PodWorker) buildSpec(c *corev1.Container, id, dir, rootfs string, img I
 		Pod: w.pod, Container: c, ContainerID: id, Image: img.Config, Users: users, RootfsPath: rootfs,
 		Sandbox: w.sandbox, Volumes: vols, TerminationLogPath: term,
 		CgroupParent: cg, CgroupNamespace: w.cfg.CgroupNamespace,
-		NodeMemoryBytes: w.cfg.NodeMemoryBytes, NodeMilliCPU: w.cfg.NodeMilliCPU,
+		NodeMemoryBytes: w.cfg.NodeMemoryBytes, NodeMilliCPU: w.cfg.NodeMilliCPU, Swap: w.cfg.Swap,
 		MaxNOFILE: w.cfg.Limits.MaxNOFILE, MinOOMScoreAdj: w.cfg.Limits.MinOOMScoreAdj, PodIP: podIP, HostIP: hostIP,
 	})
 }

@@ -75,6 +75,9 @@ func buildResources(in Input, field string) (*specs.LinuxResources, error) {
 	if in.PidsLimit > 0 {
 		r.Pids = &specs.LinuxPids{Limit: ptr(in.PidsLimit)}
 	}
+	if err := applySwap(in, r, field); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
