@@ -7,6 +7,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plinth/plinth/internal/podqos"
 )
 
 // Swap behaviours, as kubelet's memorySwap.swapBehavior names them.
@@ -43,7 +45,7 @@ func ContainerSwapBytes(pod *corev1.Pod, c *corev1.Container, behavior string, n
 	if behavior != LimitedSwap || nodeMemory <= 0 || nodeSwap <= 0 {
 		return 0
 	}
-	if QOSClass(pod) != corev1.PodQOSBurstable {
+	if podqos.Class(pod) != corev1.PodQOSBurstable {
 		return 0
 	}
 	if pod.Spec.Priority != nil && *pod.Spec.Priority >= criticalPriority {
