@@ -78,22 +78,12 @@ func TestFollowEndsWhenTheContainerStops(t *testing.T) {
 	}
 	appendFile(t, path, now.Format(time.RFC3339Nano)+" stdout F last\n")
 	pods.setApp("plinth://a", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}})
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case got := <-body:
-			if got != "first\nlast\n" {
-				t.Fatalf("followed log %q, want both lines", got)
-			}
-			return
-		case <-deadline:
-			t.Fatal("the follow did not end after the container terminated")
-		default:
-			if h.clock.HasWaiters() {
-				h.clock.Step(podlogs.DefaultPollInterval)
-			}
-			runtime.Gosched()
-		}
+	got, ok := h.pollUntil(body)
+	if !ok {
+		t.Fatal("the follow did not end after the container terminated")
+	}
+	if got != "first\nlast\n" {
+		t.Fatalf("followed log %q, want both lines", got)
 	}
 }
 

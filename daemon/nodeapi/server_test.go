@@ -285,17 +285,26 @@ func TestContainerLogsFollow(t *testing.T) {
 		n, _ := io.ReadAtLeast(resp.Body, buf, len("second\n"))
 		got <- string(buf[:n])
 	}()
+	s, ok := h.pollUntil(got)
+	if !ok {
+		t.Fatal("the appended line never arrived")
+	}
+	if s != "second\n" {
+		t.Fatalf("second read %q", s)
+	}
+	cancel()
+}
+
+// pollUntil steps the fake clock by the log poll interval whenever a follow waits on
+// it, until out delivers (ok) or 10 s of real time pass.
+func (h *harness) pollUntil(out <-chan string) (string, bool) {
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
-		case s := <-got:
-			if s != "second\n" {
-				t.Fatalf("second read %q", s)
-			}
-			cancel()
-			return
+		case s := <-out:
+			return s, true
 		case <-deadline:
-			t.Fatal("the appended line never arrived")
+			return "", false
 		default:
 			if h.clock.HasWaiters() {
 				h.clock.Step(podlogs.DefaultPollInterval)
