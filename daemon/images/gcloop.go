@@ -47,6 +47,16 @@ func (g *ImageGC) Collect(ctx context.Context) (GCResult, error) {
 	return g.store.GarbageCollect(ctx, g.policy, g.inUse)
 }
 
+// CollectUnused deletes every unused image now, whatever the disk usage (images
+// pulled within the policy's MinimumAge excepted), as kubelet's eviction manager does
+// to reclaim disk before it evicts a pod. MaximumAge still applies as in Collect.
+func (g *ImageGC) CollectUnused(ctx context.Context) (GCResult, error) {
+	p := g.policy
+	// At or above 0 % usage, free until usage is under 0 %: every candidate.
+	p.HighThresholdPercent, p.LowThresholdPercent = 0, 0
+	return g.store.GarbageCollect(ctx, p, g.inUse)
+}
+
 // Run collects every period and on Trigger until ctx ends. Failures are logged and
 // retried at the next period: a node keeps running when GC cannot.
 func (g *ImageGC) Run(ctx context.Context) {
