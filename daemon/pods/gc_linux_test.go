@@ -108,7 +108,7 @@ func (r *recorder) take() []string {
 type gcImages struct{ *recorder }
 
 func (gcImages) EnsureImage(context.Context, ImageRequest) (Image, error) { return Image{}, nil }
-func (gcImages) PrepareRootFS(string, string, string) (string, error)    { return "", nil }
+func (gcImages) PrepareRootFS(string, string, string) (string, error)     { return "", nil }
 func (i gcImages) RemoveRootFS(dir string) error {
 	i.note("rootfs " + filepath.Base(filepath.Dir(filepath.Dir(dir))) + "/" + filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir))
 	return nil
@@ -119,12 +119,15 @@ type gcNetwork struct{ *recorder }
 func (gcNetwork) Setup(context.Context, string) (PodNetworkStatus, error) {
 	return PodNetworkStatus{}, nil
 }
-func (n gcNetwork) Teardown(_ context.Context, uid string) error { n.note("network " + uid); return nil }
+func (n gcNetwork) Teardown(_ context.Context, uid string) error {
+	n.note("network " + uid)
+	return nil
+}
 
 type gcCgroups struct{ *recorder }
 
 func (gcCgroups) Ensure(string, podcgroup.Resources) error { return nil }
-func (c gcCgroups) Remove(uid string) error              { c.note("cgroup " + uid); return nil }
+func (c gcCgroups) Remove(uid string) error                { c.note("cgroup " + uid); return nil }
 
 // gcPods answers containergc's questions: pods absent from states are deleted.
 type gcPods struct {
