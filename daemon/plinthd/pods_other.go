@@ -40,3 +40,6 @@ func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, fa
 func (r *podRuntime) Reclaim(context.Context, pressure.Signal) (int64, error) { return 0, nil }
 
 func (r *podRuntime) conditionsChanged([]corev1.NodeCondition) {}
+
+// cleanupPodCgroups has nothing to remove: no pods run here.
+func cleanupPodCgroups(string, *slog.Logger) error { return nil }
