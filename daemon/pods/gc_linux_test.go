@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plinth/plinth/daemon/containergc"
@@ -352,5 +354,59 @@ func TestLogFileAttempt(t *testing.T) {
 		if got := fmt.Sprint(n, live, ok); got != want {
 			t.Errorf("logFileAttempt(%q) = %s, want %s", name, got, want)
 		}
+	}
+}
+
+// Over runc and real workers: a crash-looping container's older logs go, its current
+// and previous ones stay while the pod runs; once the pod is deleted its log
+// directory goes.
+func TestGarbageOverRealWorkers(t *testing.T) {
+	e := newWorkerEnv(t)
+	gone := make(chan types.UID, 1)
+	s := NewSupervisor(e.cfg, func(uid types.UID) { gone <- uid })
+	t.Cleanup(s.Shutdown)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gc", Namespace: "ns", UID: types.UID("99999999-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sh", "-c", "echo crashing; exit 2"}}}}}
+	s.Sync([]*corev1.Pod{pod})
+	for restarts := 0; restarts < 3; restarts++ {
+		e.until(t, 0, fmt.Sprintf("crash %d", restarts+1), func(st corev1.PodStatus) bool {
+			w := st.ContainerStatuses
+			return len(w) == 1 && int(w[0].RestartCount) == restarts && w[0].State.Waiting != nil && w[0].State.Waiting.Reason == "CrashLoopBackOff"
+		})
+		if restarts < 2 {
+			e.clk.Step(MaxBackoff)
+		}
+	}
+	states := gcPods{states: map[types.UID]containergc.PodState{pod.UID: {}}}
+	c, err := containergc.NewCollector(s.Garbage(), states, containergc.Config{Policy: containergc.DefaultPolicy()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Collect(context.Background(), containergc.Options{}); err != nil || res.Containers != 1 {
+		t.Errorf("Collect = %+v, %v; want the oldest run removed", res, err)
+	}
+	logDir := filepath.Join(e.cfg.LogsDir, "ns_gc_"+string(pod.UID))
+	left, _ := filepath.Glob(filepath.Join(logDir, "c", "*"))
+	for i := range left {
+		left[i] = filepath.Base(left[i])
+	}
+	if !slices.Equal(left, []string{"1.log", "2.log"}) {
+		t.Errorf("logs left %v, want the previous and the current run's", left)
+	}
+	deleted := pod.DeepCopy()
+	zero := int64(0)
+	deleted.DeletionTimestamp, deleted.DeletionGracePeriodSeconds = &metav1.Time{Time: time.Now()}, &zero
+	s.Sync([]*corev1.Pod{deleted})
+	select {
+	case <-gone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("pod not gone within 30s")
+	}
+	delete(states.states, pod.UID)
+	if res, err := c.Collect(context.Background(), containergc.Options{}); err != nil || res.LogDirs != 1 {
+		t.Errorf("Collect after the deletion = %+v, %v; want the log directory removed", res, err)
+	}
+	if _, err := os.Stat(logDir); !os.IsNotExist(err) {
+		t.Errorf("%s survived: %v", logDir, err)
 	}
 }
