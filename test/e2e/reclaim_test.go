@@ -42,6 +42,21 @@ func mountImagefs(t *testing.T, dir string, size int64) {
 	})
 }
 
+// fillImagefs allocates a file of size bytes at path in one call, so the pressure
+// signals never see it half written; removed at cleanup.
+func fillImagefs(t *testing.T, path string, size int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(path) })
+	defer f.Close()
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		t.Fatalf("fallocate %s (%d bytes): %v", path, size, err)
+	}
+}
+
 func availableBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	var st unix.Statfs_t
@@ -100,13 +115,12 @@ func nodeCondition(t *testing.T, kubeconfig, typ string) string {
 	return out
 }
 
-// A disk-pressure scenario runs image GC before evicting: an unused image imported
-// into a node whose imagefs (a small tmpfs) then falls under its evictionHard
-// threshold raises DiskPressure; node-level reclaim deletes the unused image (the
-// image of the running pod stays), the pressure clears, and no pod is evicted. Then
-// a file garbage collection cannot remove fills the imagefs: reclaim frees what it
-// can, and the pod is evicted (Failed, reason Evicted, its message naming the
-// resource).
+// A disk-pressure scenario runs image GC before evicting: on a node whose imagefs (a
+// small tmpfs) holds an unused image, a file taking imagefs.available under its
+// evictionHard threshold raises DiskPressure; node-level reclaim deletes the unused
+// image (the image of the running pod stays), the pressure clears, and no pod is
+// evicted. Then another file takes it under for good: reclaim frees what it can, and
+// the pod is evicted (Failed, reason Evicted, its message naming the resource).
 func TestDiskPressureRunsImageGCBeforeEvicting(t *testing.T) {
 	reg := imagetest.NewRegistry(t)
 	image := reg.PushBusybox(t, "e2e/busybox:v1", "/bin/sh")
@@ -142,10 +156,10 @@ imageMinimumGCAge: 0s
 		t.Fatalf("DiskPressure %q before the unused image came", got)
 	}
 
-	// An unused image big enough to take imagefs.available under 40 MiB, imported as
-	// an operator would while plinthd runs.
-	fill := availableBytes(t, imagefs) - 32<<20
-	big := bytes.Repeat([]byte("plinth-e2e-unused-image-data\n"), int(fill)/29+1)
+	// An unused image, imported as an operator would while plinthd runs, leaving
+	// imagefs 6 MiB above the threshold: a node crossing it halfway through an import
+	// would reclaim before the image is there, then evict.
+	big := bytes.Repeat([]byte("plinth-e2e-unused-image-data\n"), int(availableBytes(t, imagefs)-46<<20)/29)
 	unused, err := mutate.AppendLayers(imagetest.Busybox(t, "/bin/sh"), imagetest.Layer(t, imagetest.File{Name: "big", Body: big, Mode: 0o644}))
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +175,13 @@ imageMinimumGCAge: 0s
 	if out, err := exec.Command(filepath.Join(binaries(t), "plinthctl"), "image", "import", "--root", imagefs, archive).CombinedOutput(); err != nil {
 		t.Fatalf("plinthctl image import: %v: %s", err, out)
 	}
-	t.Logf("imported an unused image of %d MiB; imagefs has %d MiB available", len(big)>>20, availableBytes(t, imagefs)>>20)
+	if list := plinthctlImages(t, imagefs); !strings.Contains(list, "example.com/e2e/unused") {
+		t.Fatalf("the imported image is not listed:\n%s", list)
+	}
+	// Then a file nothing collects takes imagefs 6 MiB under the threshold at once
+	// (one fallocate): only deleting the unused image brings it back above.
+	fillImagefs(t, filepath.Join(imagefs, "e2e-filler-1"), availableBytes(t, imagefs)-34<<20)
+	t.Logf("imported an unused image of %d MiB and filled imagefs to %d MiB available", len(big)>>20, availableBytes(t, imagefs)>>20)
 
 	eventually(t, 30*time.Second, "node-level reclaim deleted the unused image", func() (bool, string) {
 		list := plinthctlImages(t, imagefs)
@@ -195,11 +215,7 @@ imageMinimumGCAge: 0s
 
 	// A file nothing collects takes imagefs under the threshold: reclaim frees what
 	// it can (nothing: the pod's image is in use), then the pod is evicted.
-	filler := filepath.Join(imagefs, "e2e-filler")
-	if err := os.WriteFile(filler, bytes.Repeat([]byte{'f'}, int(availableBytes(t, imagefs)-32<<20)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(filler) })
+	fillImagefs(t, filepath.Join(imagefs, "e2e-filler-2"), availableBytes(t, imagefs)-32<<20)
 	eventually(t, 60*time.Second, "keeper evicted", func() (bool, string) {
 		out, err := kubectl(t, c.kubeconfig, "get", "pod", "keeper", "-o", "jsonpath={.status.phase} {.status.reason} {.status.message}")
 		return err == nil && strings.HasPrefix(out, "Failed Evicted ") && strings.Contains(out, "ephemeral-storage"), fmt.Sprint(out, err)
