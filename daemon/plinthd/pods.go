@@ -50,8 +50,8 @@ type podRuntime struct {
 	// supervisor is set once the runtime is built (for the pressure evictor).
 	supervisor atomic.Pointer[pods.Supervisor]
 	status     *podStatusWriter
-	// gc is set once the runtime is built (for node-level reclaim); diskPressure is
-	// the last DiskPressure status the pressure manager reported.
+	// gc is set once the runtime runs its pods (for node-level reclaim); diskPressure
+	// is the last DiskPressure status the pressure manager reported.
 	gc           atomic.Pointer[podGC]
 	diskPressure atomic.Bool
 
@@ -91,7 +91,6 @@ func (r *podRuntime) run(ctx context.Context) {
 		return
 	}
 	r.supervisor.Store(sup)
-	r.gc.Store(gc)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { r.status.run(ctx) })
@@ -255,6 +254,7 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor, gc *pod
 	// container is taken for a dead one.
 	gc.states.update(first, static.read())
 	gc.run(ctx, &wg)
+	r.gc.Store(gc) // node-level reclaim too
 	r.logger.Info("running the node's pods", "pods", len(first))
 	for {
 		select {

@@ -162,14 +162,16 @@ func (s *gcPodStates) update(list []*corev1.Pod, ready bool) {
 	s.pods, s.ready = m, ready
 }
 
-// PodState implements containergc.PodStates: a pod no source lists and no worker runs
-// is deleted; a listed pod whose phase is final, or that was evicted, is terminated.
+// PodState implements containergc.PodStates: once every source has been read, a pod
+// none lists and no worker runs is deleted; a listed pod whose phase is final, or
+// that was evicted, is terminated.
 func (s *gcPodStates) PodState(uid types.UID) containergc.PodState {
 	s.mu.Lock()
 	p, listed := s.pods[uid]
+	ready := s.ready
 	s.mu.Unlock()
 	if !listed {
-		return containergc.PodState{Deleted: !s.sup.Running(uid)}
+		return containergc.PodState{Deleted: ready && !s.sup.Running(uid)}
 	}
 	return containergc.PodState{Terminated: terminalPhase(p) || (s.evicted(uid) && !s.sup.Running(uid))}
 }
@@ -199,7 +201,8 @@ func terminalPhase(p *corev1.Pod) bool {
 }
 
 // Reclaim implements pressure.NodeReclaimer: node-level garbage collection before an
-// eviction for disk; nothing (0, nil) before the runtime is built.
+// eviction for disk; nothing (0, nil) before the runtime has run its first sync (until
+// every pod has its worker, a pod's current container could pass for a dead one).
 func (r *podRuntime) Reclaim(ctx context.Context, signal pressure.Signal) (int64, error) {
 	g := r.gc.Load()
 	if g == nil {

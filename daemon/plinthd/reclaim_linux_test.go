@@ -38,8 +38,12 @@ func TestGCPodStates(t *testing.T) {
 	sup := pods.NewSupervisor(&pods.WorkerConfig{Logger: slog.New(slog.DiscardHandler)}, nil)
 	evicted := map[types.UID]bool{"evicted": true}
 	s := newGCPodStates(sup, func(uid types.UID) bool { return evicted[uid] })
-	if s.AllSourcesReady() {
-		t.Error("ready before any list")
+	if s.AllSourcesReady() || s.PodState("gone").Deleted {
+		t.Error("ready, or a pod deleted, before any list")
+	}
+	s.update(nil, false)
+	if s.PodState("gone").Deleted {
+		t.Error("a pod deleted before every source was read")
 	}
 	s.update([]*corev1.Pod{gcTestPod("running", corev1.PodRunning, "a"), gcTestPod("done", corev1.PodSucceeded, "b"),
 		gcTestPod("evicted", corev1.PodRunning, "c")}, true)
