@@ -8,10 +8,12 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
+	"github.com/plinth/plinth/daemon/pressure"
 )
 
 // podRuntime runs no pods off Linux.
@@ -33,3 +35,11 @@ func (r *podRuntime) run(context.Context) {
 func (r *podRuntime) evict(types.UID, string) bool { return false }
 
 func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }
+
+// Reclaim frees nothing: no pods run here.
+func (r *podRuntime) Reclaim(context.Context, pressure.Signal) (int64, error) { return 0, nil }
+
+func (r *podRuntime) conditionsChanged([]corev1.NodeCondition) {}
+
+// cleanupPodCgroups has nothing to remove: no pods run here.
+func cleanupPodCgroups(string, *slog.Logger) error { return nil }

@@ -97,14 +97,18 @@ func newServiceProxy(cfg config.Config, backends Backends, client nodeclient.Int
 func (s *serviceProxy) close() { s.conntrack.Close() }
 
 // Cleanup removes the kernel state plinthd owns by name and would otherwise leave
-// behind: the pod network's bridge and masquerade table, then the Service proxy's
+// behind: the pod network's bridge and masquerade table, the pod cgroups under
+// cfg's pods.cgroupParent (those that hold no process), then the Service proxy's
 // nftables tables. Each part is tried even when an earlier one failed.
-func Cleanup(ctx context.Context, backends Backends, logger *slog.Logger) error {
+func Cleanup(ctx context.Context, cfg config.Config, backends Backends, logger *slog.Logger) error {
 	var errs []error
 	if err := podnet.Cleanup(ctx, podnet.CleanupConfig{}); err != nil {
 		errs = append(errs, fmt.Errorf("--cleanup: removing the pod network: %w", err))
 	} else {
 		logger.Info("removed the pod network's bridge and masquerade table")
+	}
+	if err := cleanupPodCgroups(cfg.Pods.CgroupParent, logger); err != nil {
+		errs = append(errs, fmt.Errorf("--cleanup: removing the pod cgroups (pods.cgroupParent): %w", err))
 	}
 	if backends.NewProxyRules == nil {
 		errs = append(errs, errors.New("--cleanup: this plinthd has no Service proxy rule syncer, so there is nothing it could have programmed"))

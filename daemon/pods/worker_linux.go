@@ -37,6 +37,9 @@ type ContainerRuntime interface {
 	// List returns the checkpoints of every container the runtime knows, so a new
 	// plinthd adopts what the previous one started.
 	List() ([]runc.Checkpoint, error)
+	// Exited reports whether a container has ended (container garbage collection
+	// removes only those).
+	Exited(id string) (bool, error)
 	Execer
 }
 
