@@ -14,6 +14,7 @@ import (
 
 	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
+	"github.com/plinth/plinth/daemon/pressure"
 )
 
 // podRuntime runs no pods off Linux.
@@ -40,3 +41,11 @@ func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, fa
 func (r *podRuntime) activePods() []*corev1.Pod { return nil }
 
 func (r *podRuntime) stopForShutdown(types.UID, time.Duration, func()) bool { return false }
+
+// Reclaim frees nothing: no pods run here.
+func (r *podRuntime) Reclaim(context.Context, pressure.Signal) (int64, error) { return 0, nil }
+
+func (r *podRuntime) conditionsChanged([]corev1.NodeCondition) {}
+
+// cleanupPodCgroups has nothing to remove: no pods run here.
+func cleanupPodCgroups(string, *slog.Logger) error { return nil }

@@ -66,6 +66,11 @@ func newPressure(cfg config.Config, nodeName string, client nodeclient.Interface
 		pods := pressuresignals.NewAPIPods(client, nodeName, events, nil, logger)
 		deps.Pods, deps.Evictor = pods, podEvictor{api: pods, rt: podsRT}
 	}
+	if podsRT != nil {
+		// Node-level garbage collection before any eviction for disk, and as soon as
+		// DiskPressure rises.
+		deps.Reclaimer, deps.ConditionsChanged = podsRT, podsRT.conditionsChanged
+	}
 	signals, err := pressuresignals.Open(opts)
 	if err != nil {
 		return nil, err
