@@ -1,0 +1,42 @@
+#!/bin/sh
+# plinth-node: before the files go. dpkg calls it with "remove" (on remove and on purge)
+# or "upgrade", rpm with 0 on erase and 1 or more on upgrade.
+#
+# Removing the node agent removes what it ran: its pods and the kernel state it owns.
+# Nothing would keep the pods' network or the Service rules right without it, and this
+# is the last moment plinthd (which knows its tables) is still installed: dpkg deletes
+# the binary before postrm purge runs. Configuration and /var/lib/plinth stay until
+# purge (deb); rpm erase keeps /var/lib/plinth.
+set -e
+
+case "$1" in
+remove | 0) ;;
+*) exit 0 ;;
+esac
+
+if [ -d /run/systemd/system ]; then
+	systemctl disable --now plinthd.service || true
+fi
+
+# The pods' containers (runc's state is under pods.runtimeDir, /run/plinth): with
+# plinthd stopped, delete --force kills and removes each one; its shim then exits.
+runc_root=/run/plinth/runc
+if [ -d "$runc_root" ] && command -v runc >/dev/null 2>&1; then
+	for id in $(runc --root "$runc_root" list -q 2>/dev/null); do
+		runc --root "$runc_root" delete --force "$id" || echo "plinth-node: could not delete container $id" >&2
+	done
+fi
+# The pods' network namespaces, bind-mounted under /run/plinth/netns.
+for ns in /run/plinth/netns/*; do
+	[ -e "$ns" ] || continue
+	umount "$ns" 2>/dev/null || true
+	rm -f "$ns"
+done
+# The empty pod cgroups under /plinth (pods.cgroupParent), in every hierarchy.
+for parent in /sys/fs/cgroup/plinth /sys/fs/cgroup/*/plinth; do
+	[ -d "$parent" ] || continue
+	find "$parent" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+done
+# The pod bridge, its masquerade table and the Service proxy's nftables tables.
+/usr/bin/plinthd --cleanup || echo "plinth-node: plinthd --cleanup failed; remove the plinth nftables tables and the plinth0 bridge by hand" >&2
+exit 0
