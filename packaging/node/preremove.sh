@@ -26,12 +26,13 @@ if [ -d "$runc_root" ] && command -v runc >/dev/null 2>&1; then
 		runc --root "$runc_root" delete --force "$id" || echo "plinth-node: could not delete container $id" >&2
 	done
 fi
-# The pods' network namespaces, bind-mounted under /run/plinth/netns.
-for ns in /run/plinth/netns/*; do
-	[ -e "$ns" ] || continue
-	umount "$ns" 2>/dev/null || true
-	rm -f "$ns"
-done
+# What is still mounted under plinthd's directories: the pods' network namespaces
+# (/run/plinth/netns), their IPC and UTS namespaces and /dev/shm (/run/plinth/pods),
+# deepest first.
+awk '{print $5}' /proc/self/mountinfo | grep -E '^/(run|var/lib)/plinth(/|$)' | sort -r |
+	while read -r mnt; do
+		umount "$mnt" 2>/dev/null || umount -l "$mnt" || true
+	done
 # The empty pod cgroups under /plinth (pods.cgroupParent), in every hierarchy.
 for parent in /sys/fs/cgroup/plinth /sys/fs/cgroup/*/plinth; do
 	[ -d "$parent" ] || continue

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// NodeName is the machine's hostname, and so the name plinthd registers its Node by.
-const NodeName = "systest"
+// NodeName is the name plinthd registers its Node by: the machine's hostname.
+const NodeName = hostname
 
 // Dist locates the built packages and binaries: PLINTH_DIST_DIR (make packages' dist/),
 // PLINTH_BIN_DIR (make build's bin/, to build further package versions) and
@@ -124,7 +124,7 @@ func BootCluster(t testing.TB, opts ClusterOptions) *Cluster {
 func (c *Cluster) InstallDeb(t testing.TB, path string) {
 	t.Helper()
 	start := time.Now()
-	c.Run(t, "apt-get", "install", "-y", "-q", "--no-download", path)
+	c.Run(t, "apt-get", "install", "-y", "-q", path)
 	t.Logf("installed %s in %s", filepath.Base(path), time.Since(start).Round(100*time.Millisecond))
 }
 
@@ -132,16 +132,18 @@ func (c *Cluster) InstallDeb(t testing.TB, path string) {
 // returns its properties then.
 func (c *Cluster) WaitActive(t testing.TB, unit string, timeout time.Duration) Unit {
 	t.Helper()
-	var u Unit
-	c.WaitFor(t, timeout, unit+" active", func() (bool, string) {
-		u = c.Show(t, unit)
-		if u["ActiveState"] == "failed" {
-			t.Fatalf("%s failed: %s\n%s", unit, u["Result"], c.Journal(unit, 40))
+	deadline := time.Now().Add(timeout)
+	for {
+		u := c.Show(t, unit)
+		switch {
+		case u["ActiveState"] == "active" && u["SubState"] == "running":
+			return u
+		case u["ActiveState"] == "failed" || time.Now().After(deadline):
+			t.Fatalf("%s not active within %s: %s/%s result %s status %q; its journal:\n%s", unit, timeout,
+				u["ActiveState"], u["SubState"], u["Result"], u["StatusText"], c.Journal(unit, 40))
 		}
-		return u["ActiveState"] == "active" && u["SubState"] == "running",
-			fmt.Sprintf("%s/%s %q", u["ActiveState"], u["SubState"], u["StatusText"])
-	})
-	return u
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // Kubectl runs kubectl in the machine as the cluster's administrator. It needs the

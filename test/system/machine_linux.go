@@ -15,6 +15,9 @@ import (
 	"time"
 )
 
+// hostname is every machine's hostname, and so the Node name plinthd registers.
+const hostname = "systest"
+
 // BootOptions adds to what Boot gives every machine.
 type BootOptions struct {
 	// BindRO maps host paths to paths in the machine, read only (HOST:MACHINE or HOST).
@@ -64,14 +67,24 @@ func Boot(t testing.TB, root string, opts BootOptions) *Machine {
 		fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", root, upper, work)); err != nil {
 		t.Fatalf("overlay on %s: %v", root, err)
 	}
+	// The root carries the host's /etc/hostname from debootstrap, which the machine's
+	// systemd would set over nspawn's --hostname.
+	if err := os.WriteFile(filepath.Join(m.merged, "etc/hostname"), []byte(hostname+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if m.cgroups, err = newMachineCgroups(m.Name); err != nil {
 		t.Fatal(err)
 	}
 
-	args := []string{"--quiet", "--directory", m.merged, "--machine", m.Name, "--hostname", "systest",
+	args := []string{"--quiet", "--directory", m.merged, "--machine", m.Name, "--hostname", hostname,
 		// No systemd runs on the host to register with or to give a scope.
 		"--register=no", "--keep-unit",
-		"--private-network", "--boot"}
+		"--private-network",
+		// nspawn's seccomp filter refuses the keyring calls (keyrings are not
+		// namespaced); runc gives each container a new session keyring and fails
+		// without them, as on a real host it would not.
+		"--system-call-filter=add_key keyctl request_key",
+		"--boot"}
 	for _, b := range opts.BindRO {
 		args = append(args, "--bind-ro="+b)
 	}
@@ -188,6 +201,12 @@ func (m *Machine) Show(t testing.TB, unit string) Unit {
 // Journal returns the last lines of a unit's journal, for failure messages.
 func (m *Machine) Journal(unit string, lines int) string {
 	out, _ := m.Exec("journalctl", "--no-pager", "-o", "cat", "-n", strconv.Itoa(lines), "-u", unit)
+	return out
+}
+
+// JournalSince returns a unit's journal from since on.
+func (m *Machine) JournalSince(unit string, since time.Time) string {
+	out, _ := m.Exec("journalctl", "--no-pager", "-o", "cat", "--since", fmt.Sprintf("@%d", since.Unix()), "-u", unit)
 	return out
 }
 
