@@ -72,6 +72,11 @@ func Boot(t testing.TB, root string, opts BootOptions) *Machine {
 	if err := os.WriteFile(filepath.Join(m.merged, "etc/hostname"), []byte(hostname+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A persistent journal, so a test can read it on the host after the machine has
+	// powered off (HostJournal).
+	if err := os.MkdirAll(filepath.Join(m.merged, "var/log/journal"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if m.cgroups, err = newMachineCgroups(m.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +213,14 @@ func (m *Machine) Journal(unit string, lines int) string {
 func (m *Machine) JournalSince(unit string, since time.Time) string {
 	out, _ := m.Exec("journalctl", "--no-pager", "-o", "cat", "--since", fmt.Sprintf("@%d", since.Unix()), "-u", unit)
 	return out
+}
+
+// HostJournal reads a unit's journal from the machine's files with the host's
+// journalctl; it works after the machine powered off (Poweroff), when Exec no longer can.
+func (m *Machine) HostJournal(unit string) (string, error) {
+	out, err := exec.Command("journalctl", "--no-pager", "-o", "cat", "--directory", m.HostPath("/var/log/journal"),
+		"-u", unit).CombinedOutput()
+	return string(out), err
 }
 
 // Poweroff powers the machine off with systemctl poweroff, as an operator would, and

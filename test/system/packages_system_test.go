@@ -159,6 +159,18 @@ spec:
 			t.Errorf("pod cgroups left under /plinth after purge:\n%s", out)
 		}
 	})
+
+	// The helpers a shutdown test needs: systemctl poweroff, then the journal read on
+	// the host from the machine's files.
+	t.Run("poweroff", func(t *testing.T) {
+		start := time.Now()
+		c.Poweroff(t, 60*time.Second)
+		t.Logf("powered off in %s", time.Since(start).Round(100*time.Millisecond))
+		j, err := c.HostJournal("plinthd.service")
+		if err != nil || !strings.Contains(j, "Watchdog timeout") {
+			t.Errorf("plinthd's journal read after poweroff (%v) lacks the watchdog timeout:\n%s", err, tail([]byte(j), 10))
+		}
+	})
 }
 
 // containerState is one container as runc list --format json reports it.
