@@ -71,7 +71,7 @@ const distMount = "/dist"
 
 // Cluster is a machine with plinth-control and plinth-node installed from their .debs
 // and running: the control service as user plinth, plinthd registered with it through
-// a kubeconfig issued from the control service's PKI (what plinthctl join would write).
+// the kubeconfig plinthctl join wrote with a bootstrap token.
 type Cluster struct {
 	*Machine
 	Dist Dist
@@ -88,8 +88,8 @@ type ClusterOptions struct {
 	Boot BootOptions
 }
 
-// BootCluster boots a machine from the cached bookworm root, installs plinth-control,
-// issues the node's kubeconfig, installs plinth-node, and waits for both units to be
+// BootCluster boots a machine from the cached bookworm root, installs plinth-control
+// and plinth-node, joins the node with a bootstrap token, and waits for both units to be
 // active: plinthd's only after it sent READY=1, which it does once its Node is
 // registered and its Lease heartbeating.
 func BootCluster(t testing.TB, opts ClusterOptions) *Cluster {
@@ -105,16 +105,20 @@ func BootCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		_, err := os.Stat(c.HostPath("/var/lib/plinth-control/admin.kubeconfig"))
 		return err == nil, fmt.Sprint(err)
 	})
-	c.Run(t, "mkdir", "-p", "/etc/plinth")
-	c.Run(t, "plinth-control", "issue-node-credentials", "--data-dir", "/var/lib/plinth-control",
-		"--server", "https://127.0.0.1:6443", "--out", "/etc/plinth/kubeconfig", NodeName)
 	if opts.PlinthdUnitDropIn != "" {
 		c.WriteFile(t, "/etc/systemd/system/plinthd.service.d/50-systest.conf", opts.PlinthdUnitDropIn)
 	}
 	if opts.PlinthdConfigDropIn != "" {
 		c.WriteFile(t, "/etc/plinth/plinthd.d/50-systest.yaml", opts.PlinthdConfigDropIn)
 	}
+	// As an operator would (packaging/README.md): install, then join. Until the
+	// kubeconfig exists plinthd exits naming it and systemd restarts it.
 	c.InstallDeb(t, filepath.Join(distMount, filepath.Base(Deb(t, dist.Dir, "plinth-node"))))
+	join := strings.TrimSpace(c.Run(t, "plinth-control", "token", "create", "--ttl", "1h", "--print-join-command"))
+	if !strings.HasPrefix(join, "plinthctl join ") {
+		t.Fatalf("plinth-control token create --print-join-command printed %q, want a plinthctl join command", join)
+	}
+	c.Run(t, "sh", "-c", join)
 	c.WaitActive(t, "plinthd.service", 90*time.Second)
 	return c
 }
