@@ -150,7 +150,7 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, *images.Store
 	}
 	swap, err := containerSwap(cfg, features.HostSystem(), host.Mode, r.logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resolv, err := os.ReadFile(cfg.Pods.ResolvConf)
 	if err != nil {
