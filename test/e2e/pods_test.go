@@ -142,11 +142,18 @@ func (p *podNode) containerPID(t *testing.T, containerID string) int {
 // apply writes a manifest and runs kubectl apply on it.
 func apply(t *testing.T, kubeconfig, manifest string) {
 	t.Helper()
+	(&cluster{kubeconfig: kubeconfig}).apply(t, manifest)
+}
+
+// apply writes a manifest and runs kubectl apply on it in the cluster's network
+// namespace.
+func (c *cluster) apply(t *testing.T, manifest string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifest.yaml")
 	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kubectl(t, kubeconfig, "apply", "-f", path); err != nil {
+	if out, err := c.kubectl(t, "apply", "-f", path); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
@@ -189,8 +196,15 @@ type podStatus struct {
 
 func getPod(t *testing.T, kubeconfig, name string) (podStatus, string) {
 	t.Helper()
+	return (&cluster{kubeconfig: kubeconfig}).getPod(t, name)
+}
+
+// getPod reads a pod with kubectl in the cluster's network namespace, and its status
+// as JSON for failure messages.
+func (c *cluster) getPod(t *testing.T, name string) (podStatus, string) {
+	t.Helper()
 	var p podStatus
-	out, err := kubectl(t, kubeconfig, "get", "pod", name, "-o", "json")
+	out, err := c.kubectl(t, "get", "pod", name, "-o", "json")
 	if err != nil {
 		return p, err.Error()
 	}
