@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/plinth/plinth/controlclient/nodeclient"
@@ -30,6 +32,8 @@ func (r *podRuntime) run(context.Context) {
 	r.logger.Error("pods run on Linux only; none run on this node")
 }
 
-func (r *podRuntime) evict(types.UID, string) bool { return false }
+func (r *podRuntime) evict(types.UID, string, time.Duration) bool { return false }
 
 func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }
+
+func (r *podRuntime) runningPods() []*corev1.Pod { return nil }
