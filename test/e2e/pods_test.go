@@ -39,8 +39,22 @@ type podNode struct {
 
 func newPodNode(t *testing.T, c *cluster) *podNode {
 	t.Helper()
+	return newPodNodeWith(t, c, podNodeOptions{})
+}
+
+// podNodeOptions change what newPodNodeWith makes.
+type podNodeOptions struct {
+	// cgroupBase is the cgroup under which the pods' cgroup parent is made ("" is the
+	// root).
+	cgroupBase string
+	// extraConfig is YAML appended to plinthd's configuration.
+	extraConfig string
+}
+
+func newPodNodeWith(t *testing.T, c *cluster, opts podNodeOptions) *podNode {
+	t.Helper()
 	kerneltest.Require(t, kerneltest.Root, kerneltest.Runc, kerneltest.Veth, kerneltest.NFTables, cgrouptest.Cgroups, podtest.Busybox)
-	parent := podtest.CgroupParent(t) // removed last, once the containers are gone
+	parent := podtest.CgroupParentUnder(t, opts.cgroupBase) // removed last, once the containers are gone
 	ns := kerneltest.NewNetNS(t)
 	n := newNode(t, c)
 	// A short runtime directory: runc and the shims put sockets under it.
@@ -65,7 +79,7 @@ pods:
   seccompRoot: %s
   cgroupParent: %s
   networkNamespace: %s
-`, n.healthz, freePort(t), p.manifests, p.logDir, runtimeDir, p.seccompRoot, parent, ns.Path)
+%s`, n.healthz, freePort(t), p.manifests, p.logDir, runtimeDir, p.seccompRoot, parent, ns.Path, opts.extraConfig)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +179,8 @@ type podStatus struct {
 	} `json:"metadata"`
 	Status struct {
 		Phase      string `json:"phase"`
+		Reason     string `json:"reason"`
+		Message    string `json:"message"`
 		PodIP      string `json:"podIP"`
 		Conditions []struct {
 			Type, Status string
