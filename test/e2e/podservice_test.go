@@ -96,7 +96,8 @@ func (p *podNode) podLog(namespace, pod, uid, container string) string {
 // proxy on, all in one fresh network namespace acting as the node. The client pod's
 // connections leave it through its veth to the pod bridge, are DNATed by the proxy's
 // rules to one of the two server pods on the same bridge, and the replies come back
-// translated; over a few dozen connections both servers answer.
+// translated; over a few dozen connections both servers answer. A server asking the
+// Service reaches itself too (hairpin).
 func TestPodsBehindAServiceAnswerOnItsClusterIP(t *testing.T) {
 	nodeNS := kerneltest.NewNetNS(t)
 	c := startControlIn(t, nodeNS.Path, 6443, "--cluster-cidr", "10.244.0.0/16")
@@ -113,8 +114,16 @@ spec:
 	if err != nil || net.ParseIP(clusterIP) == nil {
 		t.Fatalf("the Service's cluster IP: %q, %v", clusterIP, err)
 	}
-	// Each server answers every connection with its own name.
+	// askService asks the ClusterIP, never a pod address, every 200 ms and logs each
+	// answer.
+	askService := fmt.Sprintf(`[sh, -c, "while true; do nc -w 2 %s 80 </dev/null || echo no-answer; sleep 0.2; done"]`, clusterIP)
+	// Each server answers every connection with its own name; echo-a also asks the
+	// Service itself, so some of its connections come back to it (hairpin).
 	for _, server := range []string{"echo-a", "echo-b"} {
+		self := ""
+		if server == "echo-a" {
+			self = fmt.Sprintf("  - {name: self, image: %s, imagePullPolicy: Never, command: %s}\n", nodeNSImage, askService)
+		}
 		c.apply(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -126,7 +135,7 @@ spec:
     image: %[2]s
     imagePullPolicy: Never
     command: [nc, -ll, -p, "8080", -e, echo, answer-from-%[1]s]
-`, server, nodeNSImage))
+%[3]s`, server, nodeNSImage, self))
 	}
 	addrs := map[string]string{}
 	for _, server := range []string{"echo-a", "echo-b"} {
@@ -147,8 +156,6 @@ spec:
 			fmt.Sprint(out, err)
 	})
 
-	// The client asks the ClusterIP, never a pod address, once every 200 ms and logs
-	// each answer.
 	c.apply(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: client}
@@ -157,8 +164,8 @@ spec:
   - name: main
     image: %s
     imagePullPolicy: Never
-    command: [sh, -c, "while true; do nc -w 2 %s 80 </dev/null || echo no-answer; sleep 0.2; done"]
-`, nodeNSImage, clusterIP))
+    command: %s
+`, nodeNSImage, askService))
 	var client podStatus
 	eventually(t, 60*time.Second, "client Running", func() (bool, string) {
 		p, seen := c.getPod(t, "client")
@@ -174,6 +181,15 @@ spec:
 	})
 	t.Logf("client %s reached %s:80; servers %s (echo-a) and %s (echo-b) both answered",
 		client.Status.PodIP, clusterIP, addrs["echo-a"], addrs["echo-b"])
+
+	// A backend reaches itself through its Service: the proxy masquerades the
+	// connection, or the reply would go from the pod to itself untranslated.
+	var echoA podStatus
+	echoA, _ = c.getPod(t, "echo-a")
+	eventually(t, 30*time.Second, "echo-a answered itself through the ClusterIP", func() (bool, string) {
+		log := n.podLog("default", "echo-a", echoA.Metadata.UID, "self")
+		return strings.Contains(log, "stdout F answer-from-echo-a"), lastLines(log)
+	})
 }
 
 // lastLines is the last lines of a log, for a failure message.
