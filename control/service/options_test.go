@@ -57,3 +57,26 @@ func TestInflightLimitFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestObjectCacheSizeFlag(t *testing.T) {
+	parse := func(args ...string) (Options, error) {
+		o := DefaultOptions()
+		fs := flag.NewFlagSet("plinth-control", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return o, err
+		}
+		return o, o.Complete()
+	}
+	o, err := parse()
+	if err != nil || objectCacheBytes(o.ObjectCacheMiB) != 32<<20 {
+		t.Fatalf("default: %d MiB, %v; want 32 MiB", o.ObjectCacheMiB, err)
+	}
+	if o, err := parse("--object-cache-size=0"); err != nil || objectCacheBytes(o.ObjectCacheMiB) >= 0 {
+		t.Errorf("0 must turn the cache off: %d bytes, %v", objectCacheBytes(o.ObjectCacheMiB), err)
+	}
+	if _, err := parse("--object-cache-size=-5"); err == nil || !strings.Contains(err.Error(), "--object-cache-size: -5") {
+		t.Errorf("-5: %v, want an error naming the flag and the value", err)
+	}
+}

@@ -93,10 +93,15 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startWithPods(t, fakePods{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("uid-1")}}})
+}
+
+func startWithPods(t *testing.T, pods PodSource) *harness {
+	t.Helper()
 	ca := newTestCA(t, "cluster-ca")
 	h := &harness{ca: ca, logDir: t.TempDir(), clock: clocktesting.NewFakeClock(now)}
 	srv, err := New(Config{
-		Pods: fakePods{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("uid-1")}}},
+		Pods: pods,
 		Logs: podlogs.Locator{Root: h.logDir},
 		Stats: fakeStats{
 			node: Usage{CPU: 1500 * time.Millisecond, WorkingSetBytes: 4096, Time: now},
