@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/plinth/plinth/controlclient/nodeclient/nodeclienttest"
@@ -72,5 +74,26 @@ func TestPodEvictorWithoutTheRuntimeEvictsThroughTheAPI(t *testing.T) {
 	}
 	if n := apiEvictions(cs); n != 1 {
 		t.Errorf("%d evictions through the API, want 1; actions %v", n, cs.Actions())
+	}
+}
+
+// A pod whose containers have all ended keeps its worker, but it is no candidate for
+// eviction: it holds nothing, and evicting it would turn a Succeeded pod Failed.
+func TestFinishedPodsAreNoEvictionCandidates(t *testing.T) {
+	w := newPodStatusWriter(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)}}
+	}
+	done, failed, running, unreported := pod("done"), pod("failed"), pod("running"), pod("unreported")
+	w.report(done, corev1.PodStatus{Phase: corev1.PodSucceeded})
+	w.report(failed, corev1.PodStatus{Phase: corev1.PodFailed})
+	w.report(running, corev1.PodStatus{Phase: corev1.PodRunning})
+	got := w.unfinished([]*corev1.Pod{done, failed, running, unreported})
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "running,unreported" {
+		t.Errorf("candidates %v, want running and unreported", names)
 	}
 }

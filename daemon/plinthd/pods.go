@@ -280,14 +280,15 @@ func (r *podRuntime) evict(uid types.UID, message string, grace time.Duration) b
 	return ok
 }
 
-// runningPods are the pods the runtime runs and is not stopping: what node-pressure
-// eviction may choose from (none before the runtime is built).
+// runningPods are the pods the runtime runs and is not stopping, and that have not
+// finished: kubelet's active pods, what node-pressure eviction may choose from (none
+// before the runtime is built).
 func (r *podRuntime) runningPods() []*corev1.Pod {
 	sup := r.supervisor.Load()
 	if sup == nil {
 		return nil
 	}
-	return sup.Pods()
+	return r.status.unfinished(sup.Pods())
 }
 
 // evictedReason is the reason of a pod evicted under node pressure, as kubelet's.
