@@ -52,6 +52,7 @@ func newPodNodeIn(t *testing.T, ns kerneltest.NetNSHandle, c *cluster) *podNode 
 healthzBindAddress: 127.0.0.1:%d
 nodeIP: 127.0.0.1
 nodeAPIBindAddress: 127.0.0.1:10250
+staticPodPath: %s
 podLogsDir: %s
 proxy:
   enabled: true
@@ -64,7 +65,7 @@ pods:
   runtimeDir: %s
   seccompRoot: %s
   cgroupParent: %s
-`, p.healthz, p.logDir, runtimeDir, p.seccompRoot, parent)
+`, p.healthz, p.manifests, p.logDir, runtimeDir, p.seccompRoot, parent)
 	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -183,9 +184,9 @@ spec:
 		client.Status.PodIP, clusterIP, addrs["echo-a"], addrs["echo-b"])
 
 	// A backend reaches itself through its Service: the proxy masquerades the
-	// connection, or the reply would go from the pod to itself untranslated.
-	var echoA podStatus
-	echoA, _ = c.getPod(t, "echo-a")
+	// connection (or the reply would go from the pod to itself untranslated) and the
+	// bridge sends it back out of the port it came in by (hairpin mode).
+	echoA, _ := c.getPod(t, "echo-a")
 	eventually(t, 30*time.Second, "echo-a answered itself through the ClusterIP", func() (bool, string) {
 		log := n.podLog("default", "echo-a", echoA.Metadata.UID, "self")
 		return strings.Contains(log, "stdout F answer-from-echo-a"), lastLines(log)
