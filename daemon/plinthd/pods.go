@@ -281,9 +281,10 @@ func (r *podRuntime) isEvicted(uid types.UID) bool {
 	return r.evicted[uid]
 }
 
-// evict stops a pod the runtime runs, for node-pressure eviction, and then fails it in
-// the API with reason Evicted and message; false when the runtime does not run it.
-func (r *podRuntime) evict(uid types.UID, message string) bool {
+// evict stops a pod the runtime runs, for node-pressure eviction, giving its
+// containers grace (pressure.PodGracePeriod: the pod's own), and then fails it in the
+// API with reason Evicted and message; false when the runtime does not run it.
+func (r *podRuntime) evict(uid types.UID, message string, grace time.Duration) bool {
 	sup := r.supervisor.Load()
 	if sup == nil {
 		return false
@@ -291,7 +292,7 @@ func (r *podRuntime) evict(uid types.UID, message string) bool {
 	r.evictedMu.Lock()
 	r.evicted[uid] = true
 	r.evictedMu.Unlock()
-	ok := sup.Evict(uid, func(pod *corev1.Pod, last corev1.PodStatus) {
+	ok := sup.Evict(uid, grace, func(pod *corev1.Pod, last corev1.PodStatus) {
 		last.Phase = corev1.PodFailed
 		last.Reason, last.Message = evictedReason, message
 		r.status.report(pod, last)
@@ -303,6 +304,17 @@ func (r *podRuntime) evict(uid types.UID, message string) bool {
 		r.evictedMu.Unlock()
 	}
 	return ok
+}
+
+// runningPods are the pods the runtime runs and is not stopping, and that have not
+// finished: kubelet's active pods, what node-pressure eviction may choose from (none
+// before the runtime is built).
+func (r *podRuntime) runningPods() []*corev1.Pod {
+	sup := r.supervisor.Load()
+	if sup == nil {
+		return nil
+	}
+	return r.status.unfinished(sup.Pods())
 }
 
 // evictedReason is the reason of a pod evicted under node pressure, as kubelet's.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +33,7 @@ func (r *podRuntime) run(context.Context) {
 	r.logger.Error("pods run on Linux only; none run on this node")
 }
 
-func (r *podRuntime) evict(types.UID, string) bool { return false }
+func (r *podRuntime) evict(types.UID, string, time.Duration) bool { return false }
 
 func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }
 
@@ -43,3 +44,5 @@ func (r *podRuntime) conditionsChanged([]corev1.NodeCondition) {}
 
 // cleanupPodCgroups has nothing to remove: no pods run here.
 func cleanupPodCgroups(string, *slog.Logger) error { return nil }
+
+func (r *podRuntime) runningPods() []*corev1.Pod { return nil }
