@@ -33,11 +33,12 @@ awk '{print $5}' /proc/self/mountinfo | grep -E '^/(run|var/lib)/plinth(/|$)' | 
 	while read -r mnt; do
 		umount "$mnt" 2>/dev/null || umount -l "$mnt" || true
 	done
-# The empty pod cgroups under /plinth (pods.cgroupParent), in every hierarchy.
-for parent in /sys/fs/cgroup/plinth /sys/fs/cgroup/*/plinth; do
-	[ -d "$parent" ] || continue
-	find "$parent" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-done
-# The pod bridge, its masquerade table and the Service proxy's nftables tables.
-/usr/bin/plinthd --cleanup || echo "plinth-node: plinthd --cleanup failed; remove the plinth nftables tables and the plinth0 bridge by hand" >&2
+# The pod bridge and its masquerade table, the empty pod cgroups under
+# pods.cgroupParent, the Service proxy's nftables tables. With the node's configuration,
+# and with the defaults when that configuration does not load.
+if ! /usr/bin/plinthd --cleanup; then
+	echo "plinth-node: plinthd --cleanup failed; trying again with the default configuration" >&2
+	/usr/bin/plinthd --cleanup --config "" --config-dir "" ||
+		echo "plinth-node: plinthd --cleanup failed; remove the plinth nftables tables, the plinth0 bridge and the /plinth cgroups by hand" >&2
+fi
 exit 0
