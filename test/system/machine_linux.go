@@ -227,7 +227,20 @@ func (m *Machine) HostJournal(unit string) (string, error) {
 // waits for systemd-nspawn to exit.
 func (m *Machine) Poweroff(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	_, _ = m.Exec("systemctl", "poweroff")
+	m.StartPoweroff(t)
+	m.WaitHalted(t, timeout)
+}
+
+// StartPoweroff queues a poweroff and returns at once, so a test can watch the shutdown
+// (inhibitor locks, the node's status) with Exec while it runs; WaitHalted ends it.
+func (m *Machine) StartPoweroff(t testing.TB) {
+	t.Helper()
+	m.Run(t, "systemctl", "poweroff", "--no-block")
+}
+
+// WaitHalted waits for the machine to finish halting.
+func (m *Machine) WaitHalted(t testing.TB, timeout time.Duration) {
+	t.Helper()
 	select {
 	case <-m.exited:
 	case <-time.After(timeout):

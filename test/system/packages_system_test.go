@@ -34,7 +34,7 @@ func TestPackages(t *testing.T) {
 	start := time.Now()
 	c := BootCluster(t, ClusterOptions{
 		PlinthdUnitDropIn: fastWatchdog,
-		Boot:              BootOptions{WritableCgroups: true},
+		Boot:              BootOptions{WritableCgroups: true, BindRO: []string{KubectlBind}},
 	})
 	t.Logf("cluster up in %s", time.Since(start).Round(100*time.Millisecond))
 
@@ -47,6 +47,10 @@ func TestPackages(t *testing.T) {
 		t.Errorf("plinthd.service KillMode=%s Delegate=%s Restart=%s; want process, yes, on-failure",
 			node["KillMode"], node["Delegate"], node["Restart"])
 	}
+	c.WaitFor(t, 60*time.Second, "the Node Ready in the API", func() (bool, string) {
+		out, err := c.Kubectl(t, "get", "node", NodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return err == nil && out == "True", fmt.Sprintf("%v: %s", err, out)
+	})
 	control := c.Show(t, "plinth-control.service")
 	if user := strings.TrimSpace(c.Run(t, "ps", "-o", "user=", "-p", control["MainPID"])); user != "plinth" {
 		t.Errorf("plinth-control runs as %q, want the unprivileged user plinth", user)
