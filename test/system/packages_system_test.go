@@ -47,6 +47,11 @@ func TestPackages(t *testing.T) {
 		t.Errorf("plinthd.service KillMode=%s Delegate=%s Restart=%s; want process, yes, on-failure",
 			node["KillMode"], node["Delegate"], node["Restart"])
 	}
+	// systemd's own check of the installed units: unknown settings, bad values, missing
+	// binaries.
+	if out, err := c.Exec("systemd-analyze", "verify", "plinthd.service", "plinth-control.service"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("systemd-analyze verify on the installed units (%v):\n%s", err, out)
+	}
 	c.WaitFor(t, 60*time.Second, "the Node Ready in the API", func() (bool, string) {
 		out, err := c.Kubectl(t, "get", "node", NodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		return err == nil && out == "True", fmt.Sprintf("%v: %s", err, out)
