@@ -287,10 +287,15 @@ func (r *podRuntime) isEvicted(uid types.UID) bool {
 	return r.evicted[uid]
 }
 
-// evict stops a pod the runtime runs, for node-pressure eviction, and then fails it in
-// the API with reason Evicted and message; false when the runtime does not run it.
-func (r *podRuntime) evict(uid types.UID, message string) bool {
-	return r.stop(uid, nil, func(pod *corev1.Pod, st *corev1.PodStatus) {
+// evict stops a pod the runtime runs, for node-pressure eviction, giving its
+// containers grace (pressure.PodGracePeriod: the pod's own), and then fails it in the
+// API with reason Evicted and message; false when the runtime does not run it.
+func (r *podRuntime) evict(uid types.UID, message string, grace time.Duration) bool {
+	var override *time.Duration
+	if grace >= 0 {
+		override = &grace
+	}
+	return r.stop(uid, override, func(pod *corev1.Pod, st *corev1.PodStatus) {
 		st.Reason, st.Message = evictedReason, message
 		if pod != nil {
 			r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
@@ -332,6 +337,17 @@ func (r *podRuntime) stop(uid types.UID, grace *time.Duration, mark func(pod *co
 		r.evictedMu.Unlock()
 	}
 	return ok
+}
+
+// runningPods are the pods the runtime runs and is not stopping, and that have not
+// finished: kubelet's active pods, what node-pressure eviction may choose from (none
+// before the runtime is built).
+func (r *podRuntime) runningPods() []*corev1.Pod {
+	sup := r.supervisor.Load()
+	if sup == nil {
+		return nil
+	}
+	return r.status.unfinished(sup.Pods())
 }
 
 // evictedReason is the reason of a pod evicted under node pressure, as kubelet's.
@@ -419,22 +435,6 @@ func (r *podRuntime) confirmDeletion(uid types.UID) {
 	default:
 		r.logger.Warn("confirming a pod's deletion", "pod", ref.Namespace+"/"+ref.Name, "uid", uid, "err", err)
 	}
-}
-
-// activePods lists the pods the runtime runs and is not stopping, without those that
-// have finished (Succeeded or Failed: nothing to stop, and their phase cannot change).
-func (r *podRuntime) activePods() []*corev1.Pod {
-	sup := r.supervisor.Load()
-	if sup == nil {
-		return nil
-	}
-	var out []*corev1.Pod
-	for _, p := range sup.Pods() {
-		if !r.status.terminal(p.UID) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // stopForShutdown stops a pod for graceful node shutdown with grace and marks it as

@@ -34,11 +34,9 @@ func (r *podRuntime) run(context.Context) {
 	r.logger.Error("pods run on Linux only; none run on this node")
 }
 
-func (r *podRuntime) evict(types.UID, string) bool { return false }
+func (r *podRuntime) evict(types.UID, string, time.Duration) bool { return false }
 
 func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }
-
-func (r *podRuntime) activePods() []*corev1.Pod { return nil }
 
 func (r *podRuntime) stopForShutdown(types.UID, time.Duration, func()) bool { return false }
 
@@ -49,3 +47,5 @@ func (r *podRuntime) conditionsChanged([]corev1.NodeCondition) {}
 
 // cleanupPodCgroups has nothing to remove: no pods run here.
 func cleanupPodCgroups(string, *slog.Logger) error { return nil }
+
+func (r *podRuntime) runningPods() []*corev1.Pod { return nil }

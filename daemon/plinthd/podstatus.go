@@ -91,14 +91,6 @@ func (w *podStatusWriter) forget(uid types.UID) (podRef, bool) {
 	return ref, ok
 }
 
-// terminal reports whether the pod's last reported status is Succeeded or Failed.
-func (w *podStatusWriter) terminal(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p, ok := w.latest[uid]
-	return ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
-}
-
 // Pods returns the pods the runtime reported on, each with its last status: the node
 // API's PodSource (/pods).
 func (w *podStatusWriter) Pods() []corev1.Pod {
@@ -107,6 +99,22 @@ func (w *podStatusWriter) Pods() []corev1.Pod {
 	out := make([]corev1.Pod, 0, len(w.latest))
 	for _, p := range w.latest {
 		out = append(out, *p.DeepCopy())
+	}
+	return out
+}
+
+// unfinished leaves out of pods those whose last reported phase is Succeeded or
+// Failed: a worker stays with a pod whose containers have all ended, and such a pod
+// holds nothing to reclaim (evicting it would turn a Succeeded pod Failed).
+func (w *podStatusWriter) unfinished(pods []*corev1.Pod) []*corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := pods[:0:0]
+	for _, p := range pods {
+		if l, ok := w.latest[p.UID]; ok && (l.Status.Phase == corev1.PodSucceeded || l.Status.Phase == corev1.PodFailed) {
+			continue
+		}
+		out = append(out, p)
 	}
 	return out
 }

@@ -126,7 +126,7 @@ type shutdownPods struct{ rt *podRuntime }
 var _ shutdown.Pods = shutdownPods{}
 
 // Active implements shutdown.Pods: the pods the runtime runs (none before it started).
-func (p shutdownPods) Active() []*corev1.Pod { return p.rt.activePods() }
+func (p shutdownPods) Active() []*corev1.Pod { return p.rt.runningPods() }
 
 // Terminate implements shutdown.Pods: the pod is stopped with grace and left Failed
 // (reason Terminated, a DisruptionTarget condition), as kubelet's shutdown manager

@@ -192,8 +192,8 @@ func TestPodStatusWaitWritten(t *testing.T) {
 	if w.waitWritten(short, p.UID) {
 		t.Error("waitWritten returned while the status could not be written")
 	}
-	if !w.terminal(p.UID) {
-		t.Error("a pod last reported Failed is not terminal")
+	if got := w.unfinished([]*corev1.Pod{p}); len(got) != 0 {
+		t.Error("a pod last reported Failed counts as unfinished: graceful shutdown would stop it again")
 	}
 
 	// Refused for good (the API keeps a terminal phase): dropped, not waited for.

@@ -127,14 +127,19 @@ func (s *Supervisor) terminateUnstarted(p *corev1.Pod) {
 	s.terminate(p.UID, sv, p)
 }
 
-// Evict stops a running pod's containers with its grace period for node-pressure
-// eviction and removes what the pod held on the node; the pod stays in the API (the
+// Evict stops a running pod's containers for node-pressure eviction, with grace
+// between the stop signal and SIGKILL (a negative grace means the pod's own grace
+// period), and removes what the pod held on the node; the pod stays in the API (the
 // caller marks it Failed, reason Evicted). done, when not nil, gets the pod's last
 // status once its containers are gone. Evict reports whether the pod had a worker that
 // was not terminating already. The caller must keep the pod out of later Syncs, or it
 // would be started again.
-func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
-	return s.Kill(uid, KillOptions{}, done)
+func (s *Supervisor) Evict(uid types.UID, grace time.Duration, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
+	var opts KillOptions
+	if grace >= 0 {
+		opts.GracePeriodOverride = &grace
+	}
+	return s.Kill(uid, opts, done)
 }
 
 // KillOptions say how Kill stops a pod.
@@ -165,8 +170,12 @@ func (s *Supervisor) Kill(uid types.UID, opts KillOptions, done func(pod *corev1
 		sv.cancel()
 		<-sv.done
 		// Run has returned: nothing else reads the worker now.
-		sv.w.gracePeriodOverride, sv.w.statusAdjust = opts.GracePeriodOverride, opts.Status
-		if err := sv.w.Terminate(context.Background()); err != nil {
+		sv.w.statusAdjust = opts.Status
+		grace := GracePeriod(sv.w.pod)
+		if opts.GracePeriodOverride != nil {
+			grace = *opts.GracePeriodOverride
+		}
+		if err := sv.w.terminate(context.Background(), grace); err != nil {
 			s.cfg.Logger.Error("stop pod", "uid", uid, "err", err)
 		}
 		s.mu.Lock()
@@ -183,26 +192,28 @@ func (s *Supervisor) Kill(uid types.UID, opts KillOptions, done func(pod *corev1
 	return true
 }
 
-// Pods returns the pods whose workers run and are not terminating, as they were when
-// their workers started.
-func (s *Supervisor) Pods() []*corev1.Pod {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*corev1.Pod
-	for _, sv := range s.workers {
-		if !sv.terminating {
-			out = append(out, sv.w.pod.DeepCopy())
-		}
-	}
-	return out
-}
-
 // Running reports whether the pod has a worker (running, or still terminating).
 func (s *Supervisor) Running(uid types.UID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.workers[uid]
 	return ok
+}
+
+// Pods returns the pods that have a worker not being stopped (deleted or evicted):
+// kubelet's active pods, the ones node-pressure eviction may choose from. Pods bound
+// to the node that no worker runs yet are not among them.
+func (s *Supervisor) Pods() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(s.workers))
+	for _, sv := range s.workers {
+		if !sv.terminating {
+			// A worker's pod changes only once it is terminating (see terminate).
+			out = append(out, sv.w.pod.DeepCopy())
+		}
+	}
+	return out
 }
 
 // Shutdown stops every worker without stopping its containers (plinthd is exiting;

@@ -97,10 +97,8 @@ type PodWorker struct {
 	// stopSignals holds each current run's image STOPSIGNAL.
 	stopSignals map[string]unix.Signal
 	probes      map[string]map[ProbeKind]*ProbeTracker
-	// gracePeriodOverride, when set before Terminate, replaces the pod's grace period;
 	// statusAdjust, when set, adjusts every status reported from then on.
-	gracePeriodOverride *time.Duration
-	statusAdjust        func(*corev1.PodStatus)
+	statusAdjust func(*corev1.PodStatus)
 }
 
 type exitEvent struct {
@@ -704,12 +702,12 @@ func GracePeriod(pod *corev1.Pod) time.Duration {
 // Terminate stops the pod's running containers in parallel with its grace period,
 // then removes them, the sandbox, the network, the cgroup and the pod's directory.
 // Call it after Run returned.
-func (w *PodWorker) Terminate(ctx context.Context) error {
+func (w *PodWorker) Terminate(ctx context.Context) error { return w.terminate(ctx, GracePeriod(w.pod)) }
+
+// terminate is Terminate with grace instead of the pod's own grace period (for
+// node-pressure eviction).
+func (w *PodWorker) terminate(ctx context.Context, grace time.Duration) error {
 	w.st.Terminating = true
-	grace := GracePeriod(w.pod)
-	if w.gracePeriodOverride != nil {
-		grace = *w.gracePeriodOverride
-	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
