@@ -16,6 +16,7 @@ debian_packages=(
 	gcc             # cgo: daemon/seccomp reaches libseccomp through kernel/seccomp; building runc
 	pkg-config      # cgo: libseccomp-golang (and runc's seccomp support) find libseccomp with pkg-config
 	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm); runc links it
+	dbus            # dbus-daemon: daemon/shutdown's tests run a private bus with a fake systemd-logind
 	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
 	debootstrap     # the system tests' Debian root (test/system, cached in /var/cache/plinth)
 	systemd-container # systemd-nspawn boots that root for the system tests

@@ -132,6 +132,18 @@ type Config struct {
 	// when no file-change notification came (kubelet's fileCheckFrequency).
 	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency"`
 
+	// ShutdownGracePeriod is how long graceful node shutdown delays the machine's
+	// shutdown (a systemd-logind delay inhibitor lock) to stop the pods, critical pods
+	// included; 0 (the default) turns graceful node shutdown off, as kubelet's.
+	ShutdownGracePeriod metav1.Duration `json:"shutdownGracePeriod"`
+	// ShutdownGracePeriodCriticalPods is the part of shutdownGracePeriod kept for the
+	// critical pods (priority system-cluster-critical or above), stopped after the
+	// others.
+	ShutdownGracePeriodCriticalPods metav1.Duration `json:"shutdownGracePeriodCriticalPods"`
+	// ShutdownGracePeriodByPodPriority replaces the two fields above with priority
+	// bands, each with its own time, stopped lowest priority first.
+	ShutdownGracePeriodByPodPriority []ShutdownGracePeriodByPodPriority `json:"shutdownGracePeriodByPodPriority"`
+
 	// FailSwapOn makes plinthd refuse to start while swap is on (kubelet's
 	// failSwapOn); with false, memorySwap says how much of it containers may use.
 	FailSwapOn bool `json:"failSwapOn"`

@@ -70,6 +70,7 @@ func (c Config) validate() field.ErrorList {
 	errs = append(errs, validateReserved(field.NewPath("kubeReserved"), c.KubeReserved)...)
 	errs = append(errs, c.validateEviction()...)
 	errs = append(errs, c.validateGC()...)
+	errs = append(errs, c.validateShutdown()...)
 	if c.StaticPodPath != "" {
 		errs = append(errs, validateAbsPath(field.NewPath("staticPodPath"), c.StaticPodPath)...)
 	}
@@ -138,6 +139,7 @@ func (c Config) validateAcrossFields() field.ErrorList {
 	errs := pressure.ValidateSoftGracePairs(field.NewPath(pressure.FieldEvictionSoft),
 		field.NewPath(pressure.FieldEvictionSoftGracePeriod), c.EvictionSoft, durations(c.EvictionSoftGracePeriod))
 	errs = append(errs, c.validateGCAcrossFields()...)
+	errs = append(errs, c.validateShutdownAcrossFields()...)
 	return append(errs, c.validateProxyAcrossFields()...)
 }
 

@@ -24,7 +24,10 @@ type ConditionNotifier interface {
 // Reasons and messages of the conditions plinthd reports, in kubelet's shape with the
 // Plinthd prefix.
 const (
-	ReasonReady                = "PlinthdReady"
+	ReasonReady = "PlinthdReady"
+	// ReasonNotReady is kubelet's KubeletNotReady: the message says why (graceful node
+	// shutdown's "node is shutting down").
+	ReasonNotReady             = "PlinthdNotReady"
 	MessageReady               = "plinthd is posting ready status"
 	ReasonHasSufficientMemory  = "PlinthdHasSufficientMemory"
 	MessageHasSufficientMemory = "plinthd has sufficient memory available"

@@ -23,6 +23,9 @@ type podGate struct {
 	// fail writes a refused pod's status.
 	fail func(pod *corev1.Pod, st corev1.PodStatus)
 	now  func() time.Time
+	// shuttingDown reports a graceful node shutdown under way (nil: never), during
+	// which no pod is admitted.
+	shuttingDown func() bool
 
 	admitted map[types.UID]*corev1.Pod
 	refused  map[types.UID]bool
@@ -65,7 +68,8 @@ func (g *podGate) filter(ctx context.Context, pods []*corev1.Pod, first bool) []
 	}
 	if len(candidates) > 0 {
 		node := g.node(ctx)
-		base := admission.Input{Node: node, Pressure: admission.PressureFromNode(node)}
+		base := admission.Input{Node: node, Pressure: admission.PressureFromNode(node),
+			ShuttingDown: g.shuttingDown != nil && g.shuttingDown()}
 		var active []*corev1.Pod
 		for _, p := range g.admitted {
 			if !terminalPod(p) {

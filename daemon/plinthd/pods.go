@@ -56,10 +56,15 @@ type podRuntime struct {
 	gc           atomic.Pointer[podGC]
 	diskPressure atomic.Bool
 
-	// evicted holds the pods evicted under node pressure, kept out of every later
-	// Sync so they are not started again (they stay in the API as Failed).
+	// evicted holds the pods stopped by plinthd itself (evicted under node pressure,
+	// or stopped by graceful node shutdown), kept out of every later Sync so they are
+	// not started again (they stay in the API as Failed).
 	evictedMu sync.Mutex
 	evicted   map[types.UID]bool
+
+	// shuttingDown reports a graceful node shutdown under way (nil when the feature is
+	// off); set before run.
+	shuttingDown func() bool
 }
 
 func newPodRuntime(cfg config.Config, client nodeclient.Interface, nodeName string, registry prometheus.Registerer, logger *slog.Logger) *podRuntime {
@@ -247,6 +252,7 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor, gc *pod
 		return
 	}
 	gate := newPodGate(r.currentNode, r.status.report, time.Now)
+	gate.shuttingDown = r.shuttingDown
 	_, first := list()
 	r.status.track(first)
 	sup.Sync(gate.filter(ctx, first, true))
@@ -285,20 +291,47 @@ func (r *podRuntime) isEvicted(uid types.UID) bool {
 // containers grace (pressure.PodGracePeriod: the pod's own), and then fails it in the
 // API with reason Evicted and message; false when the runtime does not run it.
 func (r *podRuntime) evict(uid types.UID, message string, grace time.Duration) bool {
+	var override *time.Duration
+	if grace >= 0 {
+		override = &grace
+	}
+	return r.stop(uid, override, func(pod *corev1.Pod, st *corev1.PodStatus) {
+		st.Reason, st.Message = evictedReason, message
+		if pod != nil {
+			r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
+		}
+	}, nil)
+}
+
+// stop stops a pod the runtime runs (with grace when not nil, else the pod's own grace
+// period) and keeps it out of later syncs. Every status it reports from then on is
+// Failed with what mark adds (a terminal phase cannot change once in the API, so the
+// pod must never show Succeeded on the way); the last is written once its containers
+// are gone, then after (when not nil) is called. mark gets a nil pod while adjusting
+// the statuses on the way and the pod with the last one. False when the runtime does
+// not run it or already stops it.
+func (r *podRuntime) stop(uid types.UID, grace *time.Duration, mark func(pod *corev1.Pod, st *corev1.PodStatus), after func()) bool {
 	sup := r.supervisor.Load()
 	if sup == nil {
 		return false
 	}
 	r.evictedMu.Lock()
+	already := r.evicted[uid]
 	r.evicted[uid] = true
 	r.evictedMu.Unlock()
-	ok := sup.Evict(uid, grace, func(pod *corev1.Pod, last corev1.PodStatus) {
+	adjust := func(st *corev1.PodStatus) {
+		st.Phase = corev1.PodFailed
+		mark(nil, st)
+	}
+	ok := sup.Kill(uid, pods.KillOptions{GracePeriodOverride: grace, Status: adjust}, func(pod *corev1.Pod, last corev1.PodStatus) {
 		last.Phase = corev1.PodFailed
-		last.Reason, last.Message = evictedReason, message
+		mark(pod, &last)
 		r.status.report(pod, last)
-		r.logger.Info("pod evicted", "pod", pod.Namespace+"/"+pod.Name, "message", message)
+		if after != nil {
+			after()
+		}
 	})
-	if !ok {
+	if !ok && !already {
 		r.evictedMu.Lock()
 		delete(r.evicted, uid)
 		r.evictedMu.Unlock()
@@ -402,4 +435,17 @@ func (r *podRuntime) confirmDeletion(uid types.UID) {
 	default:
 		r.logger.Warn("confirming a pod's deletion", "pod", ref.Namespace+"/"+ref.Name, "uid", uid, "err", err)
 	}
+}
+
+// stopForShutdown stops a pod for graceful node shutdown with grace and marks it as
+// kubelet's shutdown manager does; done is called once its containers are gone and its
+// status handed to the status writer. False when the runtime does not run it.
+func (r *podRuntime) stopForShutdown(uid types.UID, grace time.Duration, done func()) bool {
+	now := time.Now() // one transition time for every status of the stop
+	return r.stop(uid, &grace, func(pod *corev1.Pod, st *corev1.PodStatus) {
+		markShutdownTerminated(st, now)
+		if pod != nil {
+			r.logger.Info("pod stopped for the node's shutdown", "pod", pod.Namespace+"/"+pod.Name, "grace_period", grace)
+		}
+	}, done)
 }

@@ -19,8 +19,9 @@ import (
 
 // podRuntime runs no pods off Linux.
 type podRuntime struct {
-	logger *slog.Logger
-	status *podStatusWriter
+	logger       *slog.Logger
+	status       *podStatusWriter
+	shuttingDown func() bool
 }
 
 func newPodRuntime(_ config.Config, client nodeclient.Interface, _ string, _ prometheus.Registerer, logger *slog.Logger) *podRuntime {
@@ -36,6 +37,8 @@ func (r *podRuntime) run(context.Context) {
 func (r *podRuntime) evict(types.UID, string, time.Duration) bool { return false }
 
 func (r *podRuntime) evictedGone(types.UID) (gone, ours bool) { return false, false }
+
+func (r *podRuntime) stopForShutdown(types.UID, time.Duration, func()) bool { return false }
 
 // Reclaim frees nothing: no pods run here.
 func (r *podRuntime) Reclaim(context.Context, pressure.Signal) (int64, error) { return 0, nil }

@@ -46,6 +46,8 @@ type podStatusWriter struct {
 	written map[types.UID]corev1.PodStatus
 	// latest is each running pod with its last reported status, for the node API.
 	latest map[types.UID]*corev1.Pod
+	// flushed is closed and replaced after every flush, waking waitWritten.
+	flushed chan struct{}
 }
 
 // retryStatusAfter is the wait before a failed status write is tried again.
@@ -54,7 +56,7 @@ const retryStatusAfter = time.Second
 func newPodStatusWriter(client nodeclient.Interface, logger *slog.Logger) *podStatusWriter {
 	return &podStatusWriter{client: client, logger: logger, wake: make(chan struct{}, 1),
 		pods: map[types.UID]podRef{}, pending: map[types.UID]corev1.PodStatus{}, written: map[types.UID]corev1.PodStatus{},
-		latest: map[types.UID]*corev1.Pod{}}
+		latest: map[types.UID]*corev1.Pod{}, flushed: make(chan struct{})}
 }
 
 // track records the pods bound to the node; statuses of pods no longer listed are
@@ -157,9 +159,35 @@ func (w *podStatusWriter) run(ctx context.Context) {
 	}
 }
 
+// waitWritten waits until no status of the pod is queued (written, or dropped because
+// the pod is gone); false when ctx ended first. Graceful node shutdown waits so that
+// the machine does not go down before a stopped pod's Failed status reached the API.
+func (w *podStatusWriter) waitWritten(ctx context.Context, uid types.UID) bool {
+	for {
+		w.mu.Lock()
+		_, queued := w.pending[uid]
+		flushed := w.flushed
+		w.mu.Unlock()
+		if !queued {
+			return true
+		}
+		select {
+		case <-flushed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // flush writes every queued status once; it reports whether a write failed (and stays
 // queued).
 func (w *podStatusWriter) flush(ctx context.Context) (failed bool) {
+	defer func() {
+		w.mu.Lock()
+		close(w.flushed)
+		w.flushed = make(chan struct{})
+		w.mu.Unlock()
+	}()
 	w.mu.Lock()
 	batch := map[types.UID]corev1.PodStatus{}
 	for uid, st := range w.pending {
@@ -188,6 +216,10 @@ func (w *podStatusWriter) flush(ctx context.Context) (failed bool) {
 			}
 		case apierrors.IsNotFound(err): // a conflict is retried with the pod read again
 			delete(w.pending, uid)
+		case apierrors.IsInvalid(err):
+			// Refused for good (a terminal phase cannot change): retrying cannot help.
+			delete(w.pending, uid)
+			w.logger.Warn("pod status refused by the control service; not retried", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
 		default:
 			failed = true
 			w.logger.Warn("writing pod status", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)

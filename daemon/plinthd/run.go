@@ -22,6 +22,7 @@ import (
 	"github.com/plinth/plinth/daemon/nodeapi"
 	"github.com/plinth/plinth/daemon/nodelock"
 	"github.com/plinth/plinth/daemon/pressurereport"
+	"github.com/plinth/plinth/daemon/shutdown"
 	"github.com/plinth/plinth/daemon/watchdog"
 	"github.com/plinth/plinth/internal/version"
 )
@@ -117,7 +118,27 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		return stop(ctx, notifier, logger)
 	}
 
-	agent, err := newNodeAgent(cfg, client, nodeName, pressureSys.manager, registry, logger)
+	// Graceful node shutdown (when configured) turns Ready False and stops the pods
+	// when logind announces a shutdown.
+	var conditions node.ConditionSource = pressureSys.manager
+	var podsForShutdown shutdown.Pods
+	if podsRT != nil {
+		podsForShutdown = shutdownPods{podsRT}
+	}
+	shutdownMgr, err := newGracefulShutdown(cfg, podsForShutdown, registry, logger)
+	if err != nil {
+		return err
+	}
+	if shutdownMgr != nil {
+		sc := newShutdownConditions(pressureSys.manager, shutdownMgr)
+		conditions = sc
+		if podsRT != nil {
+			podsRT.shuttingDown = shutdownMgr.ShuttingDown
+		}
+		wg.Go(func() { sc.forward(ctx) })
+		wg.Go(func() { runGracefulShutdown(ctx, shutdownMgr, logger) })
+	}
+	agent, err := newNodeAgent(cfg, client, nodeName, conditions, registry, logger)
 	if err != nil {
 		return err
 	}

@@ -135,6 +135,28 @@ func (s *Supervisor) terminateUnstarted(p *corev1.Pod) {
 // was not terminating already. The caller must keep the pod out of later Syncs, or it
 // would be started again.
 func (s *Supervisor) Evict(uid types.UID, grace time.Duration, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
+	var opts KillOptions
+	if grace >= 0 {
+		opts.GracePeriodOverride = &grace
+	}
+	return s.Kill(uid, opts, done)
+}
+
+// KillOptions say how Kill stops a pod.
+type KillOptions struct {
+	// GracePeriodOverride, when not nil, replaces the pod's grace period (graceful node
+	// shutdown gives each priority band its time, as kubelet's kill with a grace period
+	// override does).
+	GracePeriodOverride *time.Duration
+	// Status, when not nil, adjusts every status the pod reports from the kill on
+	// (Failed with the killer's reason), so that no status without it reaches the API
+	// first: a terminal phase cannot change once written, and containers exiting 0 on
+	// SIGTERM would otherwise make the pod Succeeded.
+	Status func(*corev1.PodStatus)
+}
+
+// Kill is Evict with options.
+func (s *Supervisor) Kill(uid types.UID, opts KillOptions, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sv, ok := s.workers[uid]
@@ -147,11 +169,14 @@ func (s *Supervisor) Evict(uid types.UID, grace time.Duration, done func(pod *co
 		defer s.wg.Done()
 		sv.cancel()
 		<-sv.done
-		if grace < 0 {
-			grace = GracePeriod(sv.w.pod)
+		// Run has returned: nothing else reads the worker now.
+		sv.w.statusAdjust = opts.Status
+		grace := GracePeriod(sv.w.pod)
+		if opts.GracePeriodOverride != nil {
+			grace = *opts.GracePeriodOverride
 		}
 		if err := sv.w.terminate(context.Background(), grace); err != nil {
-			s.cfg.Logger.Error("evict pod", "uid", uid, "err", err)
+			s.cfg.Logger.Error("stop pod", "uid", uid, "err", err)
 		}
 		s.mu.Lock()
 		delete(s.workers, uid)

@@ -97,6 +97,8 @@ type PodWorker struct {
 	// stopSignals holds each current run's image STOPSIGNAL.
 	stopSignals map[string]unix.Signal
 	probes      map[string]map[ProbeKind]*ProbeTracker
+	// statusAdjust, when set, adjusts every status reported from then on.
+	statusAdjust func(*corev1.PodStatus)
 }
 
 type exitEvent struct {
@@ -193,6 +195,9 @@ func earliestTime(a, b time.Time) time.Time {
 
 func (w *PodWorker) report() {
 	s := ComputeStatus(w.pod, &w.st, w.last, w.cfg.Clock.Now())
+	if w.statusAdjust != nil {
+		w.statusAdjust(&s)
+	}
 	if w.last != nil && reflect.DeepEqual(*w.last, s) {
 		return
 	}

@@ -566,3 +566,83 @@ func TestWorkerRetriesPodSetup(t *testing.T) {
 		t.Errorf("network Setup called %d times, want 2", n)
 	}
 }
+
+// Kill's grace period override replaces the pod's own: a container that ignores
+// SIGTERM in a pod granting 300s is gone soon after the 1s override, and Pods no
+// longer lists the pod from the moment it is being killed. Kill's Status adjusts
+// every status reported from then on, so a container exiting 0 never makes the pod
+// Succeeded first.
+func TestSupervisorKillWithGracePeriodOverrideAndStatus(t *testing.T) {
+	e := newWorkerEnv(t)
+	var reported []corev1.PodStatus
+	var mu sync.Mutex
+	killing := atomic.Bool{}
+	e.cfg.Report = func(_ *corev1.Pod, st corev1.PodStatus) {
+		e.status.report(nil, st)
+		if killing.Load() {
+			mu.Lock()
+			reported = append(reported, st)
+			mu.Unlock()
+		}
+	}
+	s := NewSupervisor(e.cfg, nil)
+	t.Cleanup(s.Shutdown)
+	grace := int64(300)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stubborn", Namespace: "ns", UID: types.UID("88888888-2222-3333-4444-555555555555")},
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{
+				{Name: "stubborn", Image: "busybox", Command: []string{"sh", "-c", "trap '' TERM; while true; do sleep 1; done"}},
+				{Name: "polite", Image: "busybox", Command: []string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"}},
+			}}}
+	s.Sync([]*corev1.Pod{pod})
+	e.until(t, 0, "Running", func(st corev1.PodStatus) bool {
+		return len(st.ContainerStatuses) == 2 && st.ContainerStatuses[0].State.Running != nil && st.ContainerStatuses[1].State.Running != nil
+	})
+	if got := s.Pods(); len(got) != 1 || got[0].UID != pod.UID {
+		t.Fatalf("Pods() = %v, want the running pod", got)
+	}
+	override := time.Second
+	killed := make(chan corev1.PodStatus, 1)
+	start := time.Now()
+	killing.Store(true)
+	opts := KillOptions{GracePeriodOverride: &override, Status: func(st *corev1.PodStatus) {
+		st.Phase, st.Reason = corev1.PodFailed, "Terminated"
+	}}
+	if !s.Kill(pod.UID, opts, func(_ *corev1.Pod, last corev1.PodStatus) { killed <- last }) {
+		t.Fatal("Kill of a running pod returned false")
+	}
+	if got := s.Pods(); len(got) != 0 {
+		t.Errorf("Pods() lists %d pods being killed", len(got))
+	}
+	select {
+	case last := <-killed:
+		// The bound is the feature: 1s, not the pod's 300s; generous for a loaded machine.
+		if took := time.Since(start); took > 60*time.Second {
+			t.Errorf("the pod took %v to stop with a 1s override", took)
+		}
+		if last.Phase != corev1.PodFailed || last.Reason != "Terminated" {
+			t.Errorf("last status %s/%s, want Failed/Terminated", last.Phase, last.Reason)
+		}
+		for _, cs := range last.ContainerStatuses {
+			if cs.State.Terminated == nil {
+				t.Errorf("container %s not terminated in the last status: %+v", cs.Name, cs.State)
+			} else if cs.Name == "stubborn" && cs.State.Terminated.Signal != 9 && cs.State.Terminated.ExitCode != 137 {
+				t.Errorf("stubborn container %+v, want it SIGKILLed", cs.State.Terminated)
+			}
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the pod was not gone 90s after a kill with a 1s grace period override")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Until Run returns the worker may still report the pod Running; no terminal
+	// status but the adjusted one may appear.
+	for _, st := range reported {
+		if (st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed) && (st.Phase != corev1.PodFailed || st.Reason != "Terminated") {
+			t.Errorf("a status reported during the kill is %s/%s, not adjusted", st.Phase, st.Reason)
+		}
+	}
+	if len(reported) == 0 {
+		t.Error("no status reported during the kill")
+	}
+}

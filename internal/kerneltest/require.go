@@ -40,6 +40,14 @@ var (
 		}
 		return nil
 	}}
+	// DBusDaemon needs the dbus-daemon binary (Debian package dbus): tests of the
+	// D-Bus clients run a private bus.
+	DBusDaemon = Feature{Name: "dbus-daemon", Probe: func() error {
+		if _, err := exec.LookPath("dbus-daemon"); err != nil {
+			return fmt.Errorf("no dbus-daemon in PATH (scripts/install-deps.sh installs the dbus package): %w", err)
+		}
+		return nil
+	}}
 	// Seccomp needs seccomp filters (CONFIG_SECCOMP_FILTER) with the ERRNO and ALLOW
 	// actions; the kernel lists the actions it supports in actions_avail.
 	Seccomp = Feature{Name: "seccomp", Probe: hostResult((*features.System).Seccomp)}
