@@ -51,3 +51,12 @@ func TestListReportsIncompleteCreates(t *testing.T) {
 		t.Errorf("List with an incomplete create = %+v, %v", list, err)
 	}
 }
+
+func TestRuncEnvDropsTheServiceProtocols(t *testing.T) {
+	got := runcEnv([]string{"PATH=/usr/bin", "NOTIFY_SOCKET=/run/systemd/notify", "WATCHDOG_USEC=30000000",
+		"WATCHDOG_PID=1", "LISTEN_FDS=1", "LISTEN_PID=1", "LISTEN_FDNAMES=x", "NOTIFY_SOCKETX=kept", "HOME=/root"})
+	want := []string{"PATH=/usr/bin", "NOTIFY_SOCKETX=kept", "HOME=/root"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("runcEnv = %q, want %q", got, want)
+	}
+}
