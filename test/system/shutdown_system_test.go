@@ -132,10 +132,8 @@ spec:%s
 		t.Errorf("bands out of order: band 0 at %v, low stopped %v, band 100000 at %v, mid stopped %v, band 2000000000 at %v, critical stopped %v",
 			b0, low, b1, mid, b2, critical)
 	}
-	// Each pod within its band's time. (That a pod ignoring SIGTERM gets its grace
-	// period is the end-to-end test's and daemon/pods' to check: in this machine,
-	// Debian's runc 1.1.5 never returns from runc start, so the runtime still counts
-	// the containers as starting and removes them at once when they are stopped.)
+	// Each pod within its band's time ("mid" ignores SIGTERM and is killed after its
+	// own 3 s grace period, within its band's 6 s).
 	for _, w := range []struct {
 		pod        string
 		band, done time.Time
