@@ -37,6 +37,8 @@ func TestPackages(t *testing.T) {
 		Boot:              BootOptions{WritableCgroups: true, BindRO: []string{KubectlBind}},
 	})
 	t.Logf("cluster up in %s", time.Since(start).Round(100*time.Millisecond))
+	// The runc the package's dependency brings (Debian's 1.1.5 on bookworm).
+	t.Logf("plinthd's runc: %s", c.RequireRunc(t, "/usr/sbin/runc"))
 
 	node := c.Show(t, "plinthd.service")
 	if !strings.Contains(node["StatusText"], "registered") || node["Type"] != "notify" {

@@ -473,7 +473,8 @@ func TestStartUnderNotifySocketReturns(t *testing.T) {
 	if _, err := e.d.Create(context.Background(), CreateOptions{ID: id, Bundle: filepath.Join(e.dir, "pods", "notify"), LogPath: logPath}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	// Far beyond a start's few milliseconds; without the fix runc start never returns.
+	// Far beyond a start's few milliseconds; were NOTIFY_SOCKET passed on, runc start
+	// would never return.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := e.d.Start(ctx, id); err != nil {
