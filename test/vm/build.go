@@ -1,0 +1,104 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// kerneltestImport is the package every kernel test goes through to name its features.
+const kerneltestImport = "github.com/plinth/plinth/internal/kerneltest"
+
+// TestBinary is one package's compiled tests.
+type TestBinary struct {
+	ImportPath string
+	Dir        string // relative to the repository; the binary runs there, as go test does
+	Name       string // file name in the binaries directory, unique per package
+}
+
+// listedPackage is the part of `go list -json` that discovery reads.
+type listedPackage struct {
+	ImportPath   string
+	Dir          string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// DiscoverKernelPackages lists the packages under repo whose tests are kernel tests:
+// those whose test files import internal/kerneltest, directly or through a helper
+// package that does (kernel/cgroup/cgrouptest, daemon/pods/podtest...). Packages whose
+// import path relative to the module starts with one of exclude are left out.
+func DiscoverKernelPackages(ctx context.Context, repo string, exclude []string) ([]TestBinary, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-json", "./...")
+	cmd.Dir = repo
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var pkgs []listedPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go list output: %w", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return selectKernelPackages(repo, pkgs, exclude)
+}
+
+func selectKernelPackages(repo string, pkgs []listedPackage, exclude []string) ([]TestBinary, error) {
+	// Helpers: non-test packages that depend on kerneltest.
+	helpers := map[string]bool{kerneltestImport: true}
+	for _, p := range pkgs {
+		if slices.Contains(p.Deps, kerneltestImport) {
+			helpers[p.ImportPath] = true
+		}
+	}
+	var bins []TestBinary
+	for _, p := range pkgs {
+		imports := append(append([]string{}, p.TestImports...), p.XTestImports...)
+		if !slices.ContainsFunc(imports, func(i string) bool { return helpers[i] }) {
+			continue
+		}
+		rel, err := filepath.Rel(repo, p.Dir)
+		if err != nil {
+			return nil, err
+		}
+		rel = filepath.ToSlash(rel)
+		if slices.ContainsFunc(exclude, func(e string) bool { return rel == e || strings.HasPrefix(rel, e+"/") }) {
+			continue
+		}
+		bins = append(bins, TestBinary{ImportPath: p.ImportPath, Dir: rel, Name: strings.ReplaceAll(rel, "/", "_") + ".test"})
+	}
+	if len(bins) == 0 {
+		return nil, fmt.Errorf("no package under %s has kernel tests (none imports %s)", repo, kerneltestImport)
+	}
+	return bins, nil
+}
+
+// BuildTestBinaries compiles each package's tests into outDir (go test -c), stripped
+// of symbols to keep what the guest reads over 9p small.
+func BuildTestBinaries(ctx context.Context, repo, outDir string, bins []TestBinary, log io.Writer) error {
+	for _, b := range bins {
+		fmt.Fprintf(log, "vm: building %s\n", b.ImportPath)
+		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-ldflags=-s -w", "-o", filepath.Join(outDir, b.Name), "./"+b.Dir)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go test -c %s: %v: %s", b.ImportPath, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
