@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/plinth/plinth/internal/version.version=$(VERSION)
 BIN := $(CURDIR)/bin
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all deps build run test unit e2e check generate bench clean
+.PHONY: all deps build run test unit e2e test-vm kernel-matrix test-host check generate bench clean
 
 all: build
 
@@ -27,6 +27,20 @@ run: build
 # PLINTH_REQUIRE_KERNEL=1 (as in CI) a missing kernel feature fails instead of skipping.
 test: build check
 	PLINTH_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+
+# The kernel tests again inside qemu (software emulation) on Debian's 6.1 and 6.12
+# kernels (test/vm, docs/kernel-matrix.md); kernel packages are cached in
+# /var/cache/plinth/vm. Fails on any failing test; a missing kernel feature is named.
+test-vm: deps
+	go run ./test/vm/vmtest
+
+# test-vm, and the results written into docs/kernel-matrix.md.
+kernel-matrix: deps
+	go run ./test/vm/vmtest -doc docs/kernel-matrix.md
+
+# The same suites on this machine's own kernel (the Vagrant and lima machines of test/vm).
+test-host:
+	go run ./test/vm/vmtest -host
 
 # The end-to-end tests alone.
 e2e: build

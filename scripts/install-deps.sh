@@ -17,6 +17,8 @@ debian_packages=(
 	pkg-config      # cgo: libseccomp-golang (and runc's seccomp support) find libseccomp with pkg-config
 	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm); runc links it
 	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
+	qemu-system-x86 # make test-vm: the kernel tests on Debian's 6.1 and 6.12 kernels under qemu
+	xz-utils        # make test-vm: 6.12's modules ship as .ko.xz
 )
 
 missing=()

@@ -170,10 +170,14 @@ func replaceBetweenMarkers(doc, section string) (string, error) {
 func DocSection(m Matrix, o Options, when time.Time) string {
 	var b strings.Builder
 	pass, fail, skip := m.Totals()
-	fmt.Fprintf(&b, "\nLast run: %s, `make kernel-matrix` (qemu TCG, %d vCPU and %d MiB per VM, %d VMs at once).\n",
-		when.UTC().Format("2006-01-02 15:04 MST"), o.CPUs, o.MemoryMB, max(o.Parallel, 1))
+	if o.Host {
+		fmt.Fprintf(&b, "\nLast run: %s, `make test-host`, on the machine's own kernel.\n", when.UTC().Format("2006-01-02 15:04 MST"))
+	} else {
+		fmt.Fprintf(&b, "\nLast run: %s, `make kernel-matrix` (qemu TCG, %d vCPU and %d MiB per VM, %d VMs at once).\n",
+			when.UTC().Format("2006-01-02 15:04 MST"), o.CPUs, o.MemoryMB, max(o.Parallel, 1))
+	}
 	fmt.Fprintf(&b, "Totals: %d passed, %d failed, %d skipped.\n\n", pass, fail, skip)
-	b.WriteString("| kernel | Debian package |\n| --- | --- |\n")
+	b.WriteString("| kernel | package or distribution |\n| --- | --- |\n")
 	for _, r := range m.Runs {
 		fmt.Fprintf(&b, "| %s | `%s` (from `%s`) |\n", r.Kernel.Label(), r.Kernel.Package, r.Kernel.Meta)
 	}

@@ -30,8 +30,10 @@ type Options struct {
 	// TestTimeout is each binary's -test.timeout inside the guest.
 	TestTimeout time.Duration
 	KeepWork    bool // keep the temporary directory (initramfs, consoles, raw outputs)
-	Log         io.Writer
-	Clock       clock.PassiveClock
+	// Host runs the binaries on this machine's own kernel instead of booting VMs.
+	Host  bool
+	Log   io.Writer
+	Clock clock.PassiveClock
 }
 
 // Run builds the kernel tests, boots every kernel with them and returns the matrix. An
@@ -64,6 +66,10 @@ func Run(ctx context.Context, o Options) (Matrix, error) {
 		return Matrix{}, err
 	}
 	fmt.Fprintf(o.Log, "vm: built %d test binaries in %.0f s\n", len(bins), o.Clock.Since(start).Seconds())
+
+	if o.Host {
+		return Matrix{Runs: []KernelRun{runOnHost(ctx, o, bins, binDir, filepath.Join(work, "host"))}}, nil
+	}
 
 	var kernels []Kernel
 	for _, meta := range o.Kernels {

@@ -32,6 +32,7 @@ func main() {
 	flag.IntVar(&o.Parallel, "parallel", 2, "VMs at once")
 	flag.DurationVar(&o.VMTimeout, "vm-timeout", 20*time.Minute, "longest one VM may run")
 	flag.DurationVar(&o.TestTimeout, "test-timeout", 8*time.Minute, "-test.timeout of each test binary in the guest")
+	flag.BoolVar(&o.Host, "host", false, "run the kernel tests on this machine's kernel instead of in VMs (the Vagrant and lima machines do)")
 	flag.BoolVar(&o.KeepWork, "keep", false, "keep the work directory (initramfs, consoles, raw test output)")
 	flag.StringVar(&doc, "doc", "", "Markdown file whose kernel-matrix section is rewritten with the results")
 	flag.StringVar(&out, "out", "", "file the matrix is also written to")
