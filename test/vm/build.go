@@ -21,6 +21,8 @@ type TestBinary struct {
 	ImportPath string
 	Dir        string // relative to the repository; the binary runs there, as go test does
 	Name       string // file name in the binaries directory, unique per package
+	// Tests are the package's kernel tests (kernelTestNames), the only ones run.
+	Tests []string
 }
 
 // listedPackage is the part of `go list -json` that discovery reads.
@@ -34,8 +36,10 @@ type listedPackage struct {
 
 // DiscoverKernelPackages lists the packages under repo whose tests are kernel tests:
 // those whose test files import internal/kerneltest, directly or through a helper
-// package that does (kernel/cgroup/cgrouptest, daemon/pods/podtest...). Packages whose
-// import path relative to the module starts with one of exclude are left out.
+// package that does (kernel/cgroup/cgrouptest, daemon/pods/podtest...), each with the
+// names of its tests that reach the kernel (the rest are unit tests, which do not
+// depend on the kernel and run in make test). Packages whose directory relative to
+// repo starts with one of exclude are left out.
 func DiscoverKernelPackages(ctx context.Context, repo string, exclude []string) ([]TestBinary, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-json", "./...")
 	cmd.Dir = repo
@@ -81,7 +85,14 @@ func selectKernelPackages(repo string, pkgs []listedPackage, exclude []string) (
 		if slices.ContainsFunc(exclude, func(e string) bool { return rel == e || strings.HasPrefix(rel, e+"/") }) {
 			continue
 		}
-		bins = append(bins, TestBinary{ImportPath: p.ImportPath, Dir: rel, Name: strings.ReplaceAll(rel, "/", "_") + ".test"})
+		tests, err := kernelTestNames(p.Dir, helpers)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.ImportPath, err)
+		}
+		if len(tests) == 0 {
+			continue
+		}
+		bins = append(bins, TestBinary{ImportPath: p.ImportPath, Dir: rel, Name: strings.ReplaceAll(rel, "/", "_") + ".test", Tests: tests})
 	}
 	if len(bins) == 0 {
 		return nil, fmt.Errorf("no package under %s has kernel tests (none imports %s)", repo, kerneltestImport)

@@ -37,7 +37,7 @@ func runOnHost(ctx context.Context, o Options, bins []TestBinary, binDir, result
 			kr.Problem = err.Error()
 			break
 		}
-		cmd := exec.CommandContext(ctx, filepath.Join(binDir, b.Name), "-test.v=test2json", "-test.timeout="+o.TestTimeout.String())
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, b.Name), "-test.v=test2json", "-test.timeout="+o.TestTimeout.String(), "-test.run="+runPattern(b.Tests))
 		cmd.Dir = filepath.Join(o.Repo, b.Dir)
 		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = out, out

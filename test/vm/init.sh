@@ -5,7 +5,7 @@
 # or loads at boot, mounts the 9p shares, runs each test binary in its package's source
 # directory, writes the output and exit status to the results share, and powers off.
 # /etc/plinth-vm.conf (written by the harness) sets REPO, TEST_TIMEOUT, MODULES and
-# PACKAGES ("binary:dir" pairs).
+# PACKAGES ("binary:dir:-test.run pattern" triples).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 say() { echo "plinth-vm: $*" >/dev/console; }
@@ -70,10 +70,12 @@ say "kernel $(uname -r), $(nproc) cpus, cgroup controllers: $(cat /sys/fs/cgroup
 uname -r >/vm/results/KERNEL
 for entry in $PACKAGES; do
 	bin=${entry%%:*}
-	dir=${entry#*:}
+	rest=${entry#*:}
+	dir=${rest%%:*}
+	tests=${rest#*:}
 	say "running $bin"
 	start=$(date +%s)
-	(cd "$REPO/$dir" && HOME=/root TMPDIR=/tmp /vm/bins/"$bin" -test.v=test2json -test.timeout="$TEST_TIMEOUT") \
+	(cd "$REPO/$dir" && HOME=/root TMPDIR=/tmp /vm/bins/"$bin" -test.v=test2json -test.timeout="$TEST_TIMEOUT" -test.run="$tests") \
 		>/vm/results/"$bin".out 2>&1 </dev/null
 	rc=$?
 	echo "$rc $(($(date +%s) - start))" >/vm/results/"$bin".rc

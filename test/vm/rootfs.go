@@ -114,10 +114,10 @@ func buildInitramfs(ctx context.Context, k Kernel, cfg guestConfig, binDir, dst 
 func (c guestConfig) render() string {
 	var pkgs []string
 	for _, b := range c.Binaries {
-		pkgs = append(pkgs, b.Name+":"+b.Dir)
+		pkgs = append(pkgs, b.Name+":"+b.Dir+":"+runPattern(b.Tests))
 	}
-	return fmt.Sprintf("REPO=%s\nTEST_TIMEOUT=%s\nMODULES=%q\nPACKAGES=%q\n",
-		shellQuote(c.Repo), shellQuote(c.TestTimeout), strings.Join(bootModules, " "), strings.Join(pkgs, " "))
+	return fmt.Sprintf("REPO=%s\nTEST_TIMEOUT=%s\nMODULES=%s\nPACKAGES=%s\n",
+		shellQuote(c.Repo), shellQuote(c.TestTimeout), shellQuote(strings.Join(bootModules, " ")), shellQuote(strings.Join(pkgs, " ")))
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

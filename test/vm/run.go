@@ -137,23 +137,26 @@ func runKernel(ctx context.Context, o Options, k Kernel, bins []TestBinary, binD
 	return kr
 }
 
-// collectPackage reads one binary's output and exit status from the results share.
+// collectPackage reads one binary's output and exit status from the results share. A
+// binary that started but left no exit status was cut short (the VM stopped or timed
+// out): what it printed is still parsed.
 func collectPackage(ctx context.Context, b TestBinary, results string) PackageResult {
+	// Parsing is quick and bounded; it still runs when the run was interrupted, so the
+	// matrix shows how far each kernel got.
+	ctx = context.WithoutCancel(ctx)
 	p := PackageResult{Binary: b}
-	rc, err := os.ReadFile(filepath.Join(results, b.Name+".rc"))
+	raw, err := os.ReadFile(filepath.Join(results, b.Name+".out"))
 	if err != nil {
 		p.Problem = "did not run"
 		return p
 	}
 	p.Ran = true
-	if f := strings.Fields(string(rc)); len(f) == 2 {
+	rc, err := os.ReadFile(filepath.Join(results, b.Name+".rc"))
+	if err != nil {
+		p.Problem = "did not finish (the VM stopped)"
+	} else if f := strings.Fields(string(rc)); len(f) == 2 {
 		p.ExitCode, _ = strconv.Atoi(f[0])
 		p.Seconds, _ = strconv.Atoi(f[1])
-	}
-	raw, err := os.ReadFile(filepath.Join(results, b.Name+".out"))
-	if err != nil {
-		p.Problem = err.Error()
-		return p
 	}
 	events, err := convertTestOutput(ctx, b.ImportPath, raw)
 	if err != nil {
@@ -164,8 +167,7 @@ func collectPackage(ctx context.Context, b TestBinary, results string) PackageRe
 		p.Problem = err.Error()
 		return p
 	}
-	_, fail, _ := p.Counts()
-	if p.ExitCode != 0 && fail == 0 {
+	if _, fail, _ := p.Counts(); p.ExitCode != 0 && fail == 0 {
 		p.Problem = fmt.Sprintf("exit status %d with no failing test: %s", p.ExitCode, lastLines(strings.Split(string(raw), "\n"), 6))
 	}
 	return p

@@ -21,6 +21,7 @@ func main() {
 	wd, _ := os.Getwd()
 	o := vm.Options{Log: os.Stderr, Clock: clock.RealClock{}}
 	var kernels, exclude, only, doc, out string
+	var list bool
 	flag.StringVar(&o.Repo, "repo", wd, "repository root")
 	flag.StringVar(&o.CacheDir, "cache", "/var/cache/plinth/vm", "where kernel packages are downloaded and unpacked, kept between runs")
 	flag.StringVar(&o.WorkDir, "work", "", "parent of the run's temporary directory (default: $TMPDIR)")
@@ -33,6 +34,7 @@ func main() {
 	flag.DurationVar(&o.VMTimeout, "vm-timeout", 20*time.Minute, "longest one VM may run")
 	flag.DurationVar(&o.TestTimeout, "test-timeout", 8*time.Minute, "-test.timeout of each test binary in the guest")
 	flag.BoolVar(&o.Host, "host", false, "run the kernel tests on this machine's kernel instead of in VMs (the Vagrant and lima machines do)")
+	flag.BoolVar(&list, "list", false, "list the kernel tests of each package and exit")
 	flag.BoolVar(&o.KeepWork, "keep", false, "keep the work directory (initramfs, consoles, raw test output)")
 	flag.StringVar(&doc, "doc", "", "Markdown file whose kernel-matrix section is rewritten with the results")
 	flag.StringVar(&out, "out", "", "file the matrix is also written to")
@@ -43,6 +45,17 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if list {
+		bins, err := vm.DiscoverKernelPackages(ctx, o.Repo, o.Exclude)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "vmtest:", err)
+			os.Exit(2)
+		}
+		for _, b := range bins {
+			fmt.Printf("%s\t%s\n", b.Dir, strings.Join(b.Tests, " "))
+		}
+		return
+	}
 	m, err := vm.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vmtest:", err)
