@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -101,15 +103,56 @@ func selectKernelPackages(repo string, pkgs []listedPackage, exclude []string) (
 }
 
 // BuildTestBinaries compiles each package's tests into outDir (go test -c), stripped
-// of symbols to keep what the guest reads over 9p small.
+// of symbols to keep what the guest reads over 9p small. One go command builds every
+// package whose last path element is unique (go names those binaries <element>.test),
+// so that the links run in parallel; the rest are built one by one.
 func BuildTestBinaries(ctx context.Context, repo, outDir string, bins []TestBinary, log io.Writer) error {
+	byElem := map[string][]TestBinary{}
 	for _, b := range bins {
-		fmt.Fprintf(log, "vm: building %s\n", b.ImportPath)
-		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-ldflags=-s -w", "-o", filepath.Join(outDir, b.Name), "./"+b.Dir)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go test -c %s: %v: %s", b.ImportPath, err, strings.TrimSpace(string(out)))
+		elem := path.Base(b.ImportPath)
+		byElem[elem] = append(byElem[elem], b)
+	}
+	var together, alone []TestBinary
+	for _, b := range bins {
+		if len(byElem[path.Base(b.ImportPath)]) == 1 {
+			together = append(together, b)
+		} else {
+			alone = append(alone, b)
 		}
+	}
+	if len(together) > 0 {
+		fmt.Fprintf(log, "vm: building %d test binaries\n", len(together))
+		tmp := filepath.Join(outDir, ".together")
+		args := []string{"test", "-c", "-ldflags=-s -w", "-o", tmp + "/"}
+		for _, b := range together {
+			args = append(args, "./"+b.Dir)
+		}
+		if err := goCommand(ctx, repo, args...); err != nil {
+			return err
+		}
+		for _, b := range together {
+			if err := os.Rename(filepath.Join(tmp, path.Base(b.ImportPath)+".test"), filepath.Join(outDir, b.Name)); err != nil {
+				return fmt.Errorf("test binary of %s: %w", b.ImportPath, err)
+			}
+		}
+		if err := os.Remove(tmp); err != nil {
+			return err
+		}
+	}
+	for _, b := range alone {
+		fmt.Fprintf(log, "vm: building %s\n", b.ImportPath)
+		if err := goCommand(ctx, repo, "test", "-c", "-ldflags=-s -w", "-o", filepath.Join(outDir, b.Name), "./"+b.Dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func goCommand(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

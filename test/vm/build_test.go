@@ -1,9 +1,12 @@
 package vm
 
 import (
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +70,50 @@ func TestCluster(t *testing.T) { kerneltest.Require(t, kerneltest.Root) }
 func TestSelectKernelPackagesWantsOne(t *testing.T) {
 	if _, err := selectKernelPackages("/r", []listedPackage{{ImportPath: "x", Dir: "/r/x"}}, nil); err == nil {
 		t.Fatal("no kernel package found, want an error")
+	}
+}
+
+// Two packages share their last path element (go test -c would name both x.test): each
+// must still get its own binary, under its directory's name.
+func TestBuildTestBinariesNamesEachPackage(t *testing.T) {
+	repo := t.TempDir()
+	files := map[string]string{
+		"go.mod":        "module example.com/m\n\ngo 1.22\n",
+		"a/x/x_test.go": "package x\nimport \"testing\"\nfunc TestA(t *testing.T) {}\n",
+		"b/x/x_test.go": "package x\nimport \"testing\"\nfunc TestB(t *testing.T) {}\n",
+		"c/y/y_test.go": "package y\nimport \"testing\"\nfunc TestC(t *testing.T) {}\n",
+		"d/z/z_test.go": "package z\nimport \"testing\"\nfunc TestD(t *testing.T) {}\n",
+	}
+	for name, src := range files {
+		p := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bins []TestBinary
+	for _, dir := range []string{"a/x", "b/x", "c/y", "d/z"} {
+		bins = append(bins, TestBinary{ImportPath: "example.com/m/" + dir, Dir: dir, Name: filepath.Base(filepath.Dir(dir)) + "_" + filepath.Base(dir) + ".test"})
+	}
+	out := t.TempDir()
+	if err := BuildTestBinaries(t.Context(), repo, out, bins, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"a_x.test", "b_x.test", "c_y.test", "d_z.test"}; !slices.Equal(names, want) {
+		t.Fatalf("binaries %v, want %v", names, want)
+	}
+	got, err := exec.Command(filepath.Join(out, "b_x.test"), "-test.v", "-test.run=.").CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "TestB") {
+		t.Fatalf("b_x.test: %v: %s", err, got)
 	}
 }
