@@ -45,16 +45,38 @@ func tpBTFSeesVictim() error {
 	if err := spec.TypeByName("mm_struct", &mm); err != nil {
 		return err
 	}
-	for _, m := range mm.Members {
-		if m.Name != "rss_stat" {
+	rss := findMember(mm.Members, "rss_stat")
+	if rss == nil {
+		return fmt.Errorf("mm_struct has no rss_stat")
+	}
+	if _, ok := rss.Type.(*btf.Array); !ok {
+		return fmt.Errorf("mm_struct.rss_stat is %v, not the per-CPU counter array (Linux 6.2+) the program reads", rss.Type)
+	}
+	return nil
+}
+
+// findMember looks for a named member, also inside anonymous structs and unions
+// (mm_struct keeps its fields in one, for layout randomisation).
+func findMember(members []btf.Member, name string) *btf.Member {
+	for i, m := range members {
+		if m.Name == name {
+			return &members[i]
+		}
+		if m.Name != "" {
 			continue
 		}
-		if _, ok := m.Type.(*btf.Array); !ok {
-			return fmt.Errorf("mm_struct.rss_stat is %v, not the per-CPU counter array (Linux 6.2+) the program reads", m.Type)
+		switch inner := m.Type.(type) {
+		case *btf.Struct:
+			if found := findMember(inner.Members, name); found != nil {
+				return found
+			}
+		case *btf.Union:
+			if found := findMember(inner.Members, name); found != nil {
+				return found
+			}
 		}
-		return nil
 	}
-	return fmt.Errorf("mm_struct has no rss_stat")
+	return nil
 }
 
 func TestOOMKillReported(t *testing.T) {
