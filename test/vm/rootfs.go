@@ -76,6 +76,7 @@ func buildInitramfs(ctx context.Context, k Kernel, cfg guestConfig, binDir, dst 
 	for _, b := range cfg.Binaries {
 		elfs = append(elfs, filepath.Join(binDir, b.Name))
 	}
+	addUsrBinApplets(a)
 	if err := addSharedLibraries(ctx, a, elfs); err != nil {
 		return err
 	}
@@ -143,6 +144,22 @@ func addBusybox(ctx context.Context, a *archive) error {
 	}
 	a.addSymlink("/sbin/modprobe", "/bin/busybox")
 	return nil
+}
+
+// addUsrBinApplets links each busybox applet into /usr/bin too, where a Debian host has
+// coreutils and tests name them by path (/usr/bin/env), unless a host tool is there.
+func addUsrBinApplets(a *archive) {
+	var applets []string
+	for p, e := range a.entries {
+		if applet, ok := strings.CutPrefix(p, "/bin/"); ok && e.mode&0o170000 == modeSymlink {
+			applets = append(applets, applet)
+		}
+	}
+	for _, applet := range applets {
+		if _, taken := a.entries["/usr/bin/"+applet]; !taken {
+			a.addSymlink("/usr/bin/"+applet, "/bin/busybox")
+		}
+	}
 }
 
 // addSharedLibraries adds every library ldd resolves for the given ELF files, at the
