@@ -262,10 +262,13 @@ func mountOverlayFSConfig(rootfs string, lowers []string, upper, work string) er
 		return fmt.Errorf("fsopen overlay: %w", err)
 	}
 	defer unix.Close(fsfd)
-	for i, l := range lowers {
+	for _, l := range lowers {
 		if err := unix.FsconfigSetString(fsfd, "lowerdir+", l); err != nil {
-			if i == 0 && errors.Is(err, unix.EINVAL) {
-				return fmt.Errorf("overlay on %s: %w: %w", rootfs, errNoLowerdirPlus, err)
+			// 6.5 to 6.7 refuse the unknown parameter at once; before 6.5 overlayfs
+			// takes legacy options, which the VFS collects into one page and refuses
+			// (EINVAL too) when they overflow it, as these do.
+			if errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("overlay on %s: %d layers exceed mount(2)'s option page and %w: %w", rootfs, len(lowers), errNoLowerdirPlus, err)
 			}
 			return fmt.Errorf("overlay on %s: %d layers exceed mount(2)'s option page and lowerdir+ failed: %w", rootfs, len(lowers), err)
 		}
