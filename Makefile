@@ -23,10 +23,13 @@ build: deps
 run: build
 	scripts/run-local.sh
 
-# Unit, kernel and end-to-end tests. Kernel tests need root; with
-# PLINTH_REQUIRE_KERNEL=1 (as in CI) a missing kernel feature fails instead of skipping.
+# Unit, kernel and end-to-end tests, then the kernel tests again on Debian's 6.1 and
+# 6.12 kernels in qemu (test-vm, about 10 minutes). Kernel tests need root; with
+# PLINTH_REQUIRE_KERNEL=1 (as in CI) a missing kernel feature fails instead of skipping
+# on this machine (in the VMs a missing feature is named, see docs/kernel-matrix.md).
 test: build check
 	PLINTH_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+	go run ./test/vm/vmtest
 
 # The kernel tests again inside qemu (software emulation) on Debian's 6.1 and 6.12
 # kernels (test/vm, docs/kernel-matrix.md); kernel packages are cached in
