@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -31,31 +32,39 @@ func (k Kernel) Label() string { return strings.TrimSuffix(k.Release, "-amd64") 
 
 // PrepareKernel resolves meta to the kernel package it currently depends on, downloads
 // it with apt-get and unpacks it into cacheDir, unless a previous run did. When apt
-// cannot resolve the meta-package (no package lists, no mirror), the package resolved
-// last time is used, so a machine that ran once keeps working offline.
-func PrepareKernel(ctx context.Context, cacheDir, meta string) (Kernel, error) {
-	pkg, err := resolveMeta(ctx, meta)
+// cannot resolve the meta-package or fetch what it names (no package lists, no mirror),
+// the package prepared last time is used, so a machine that ran once keeps working
+// offline.
+func PrepareKernel(ctx context.Context, cacheDir, meta string, log io.Writer) (Kernel, error) {
 	remembered := filepath.Join(cacheDir, "meta", meta)
-	if err != nil {
-		last, rerr := os.ReadFile(remembered)
-		if rerr != nil {
-			return Kernel{}, err
+	pkg, err := resolveMeta(ctx, meta)
+	if err == nil {
+		var k Kernel
+		if k, err = prepareKernelPackage(ctx, cacheDir, meta, pkg); err == nil {
+			if err := os.MkdirAll(filepath.Dir(remembered), 0o755); err != nil {
+				return Kernel{}, err
+			}
+			return k, os.WriteFile(remembered, []byte(pkg+"\n"), 0o644)
 		}
-		pkg = strings.TrimSpace(string(last))
 	}
+	last, rerr := os.ReadFile(remembered)
+	if rerr != nil || strings.TrimSpace(string(last)) == pkg {
+		return Kernel{}, err
+	}
+	fmt.Fprintf(log, "vm: %s: %v; using %s from an earlier run\n", meta, err, strings.TrimSpace(string(last)))
+	return prepareKernelPackage(ctx, cacheDir, meta, strings.TrimSpace(string(last)))
+}
+
+func prepareKernelPackage(ctx context.Context, cacheDir, meta, pkg string) (Kernel, error) {
 	k := Kernel{Meta: meta, Package: pkg, Root: filepath.Join(cacheDir, "kernels", pkg)}
 	if _, err := os.Stat(filepath.Join(k.Root, ".ready")); err != nil {
 		if err := unpackKernel(ctx, cacheDir, pkg, k.Root); err != nil {
 			return Kernel{}, err
 		}
 	}
-	if k.Release, err = moduleRelease(k.Root); err != nil {
-		return Kernel{}, err
-	}
-	if err := os.MkdirAll(filepath.Dir(remembered), 0o755); err != nil {
-		return Kernel{}, err
-	}
-	return k, os.WriteFile(remembered, []byte(pkg+"\n"), 0o644)
+	var err error
+	k.Release, err = moduleRelease(k.Root)
+	return k, err
 }
 
 // resolveMeta asks apt which linux-image package meta depends on.

@@ -58,6 +58,8 @@ func (m machine) args() []string {
 func (m machine) run(ctx context.Context, progress io.Writer) error {
 	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", m.args()...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
+	// Should this process die without cancelling, the kernel ends qemu too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second
 	console, err := os.Create(m.console)
 	if err != nil {

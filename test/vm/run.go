@@ -73,7 +73,7 @@ func Run(ctx context.Context, o Options) (Matrix, error) {
 
 	var kernels []Kernel
 	for _, meta := range o.Kernels {
-		k, err := PrepareKernel(ctx, o.CacheDir, meta)
+		k, err := PrepareKernel(ctx, o.CacheDir, meta, o.Log)
 		if err != nil {
 			return Matrix{}, fmt.Errorf("kernel %s: %w", meta, err)
 		}
