@@ -18,7 +18,7 @@ ubuntu | debian)
 	;;
 fedora)
 	dnf install -y -q curl make git gcc pkgconf-pkg-config libseccomp-devel iproute nftables \
-		busybox e2fsprogs util-linux procps-ng xz kmod glibc-static
+		busybox e2fsprogs util-linux procps-ng xz kmod
 	;;
 *)
 	echo "provision: $PRETTY_NAME is not one of Ubuntu, Debian, Fedora" >&2
