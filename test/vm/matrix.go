@@ -94,7 +94,53 @@ func (m Matrix) Markdown() string {
 		b.WriteString("| kernel | package | test | last output |\n| --- | --- | --- | --- |\n")
 		b.WriteString(strings.Join(fails, "\n") + "\n")
 	}
+	m.writeTestByTest(&b)
 	return b.String()
+}
+
+// writeTestByTest lists every test with its outcome on each kernel, folded away.
+func (m Matrix) writeTestByTest(b *strings.Builder) {
+	type key struct{ dir, test string }
+	outcomes := map[key][]string{}
+	var keys []key
+	for i, r := range m.Runs {
+		for _, p := range r.Packages {
+			for _, t := range p.Tests {
+				k := key{p.Binary.Dir, t.Name}
+				if _, ok := outcomes[k]; !ok {
+					outcomes[k] = make([]string, len(m.Runs))
+					keys = append(keys, k)
+				}
+				outcomes[k][i] = string(t.Outcome)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].dir != keys[j].dir {
+			return keys[i].dir < keys[j].dir
+		}
+		return keys[i].test < keys[j].test
+	})
+	b.WriteString("\n<details><summary>Test by test</summary>\n\n| package | test |")
+	for _, r := range m.Runs {
+		fmt.Fprintf(b, " %s |", r.Kernel.Label())
+	}
+	b.WriteString("\n| --- | --- |")
+	for range m.Runs {
+		b.WriteString(" --- |")
+	}
+	b.WriteString("\n")
+	for _, k := range keys {
+		fmt.Fprintf(b, "| `%s` | `%s` |", k.dir, k.test)
+		for _, o := range outcomes[k] {
+			if o == "" {
+				o = "not run"
+			}
+			fmt.Fprintf(b, " %s |", o)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n</details>\n")
 }
 
 func (m Matrix) packageDirs() []string {

@@ -28,6 +28,8 @@ func TestMarkdownListsEveryCellSkipAndFailure(t *testing.T) {
 		"| 6.12.117+deb12 | `kernel/nft` | `TestA` | boom |",
 		"| 6.12.117+deb12 | `kernel/psi` | | did not run |",
 		"| 6.12.117+deb12 | (the VM) | | qemu died |",
+		"| `kernel/nft` | `TestA` | pass | fail |",
+		"| `kernel/psi` | `TestP` | skip | not run |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
