@@ -68,7 +68,16 @@ hostname plinth-vm
 
 say "kernel $(uname -r), $(nproc) cpus, cgroup controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
 uname -r >/vm/results/KERNEL
+# After a kernel crash the harness boots again with plinth.from=N: skip the N packages
+# that already ran.
+from=0
+for arg in $(cat /proc/cmdline); do
+	case $arg in plinth.from=*) from=${arg#plinth.from=} ;; esac
+done
+index=0
 for entry in $PACKAGES; do
+	index=$((index + 1))
+	[ "$index" -gt "$from" ] || continue
 	bin=${entry%%:*}
 	rest=${entry#*:}
 	dir=${rest%%:*}

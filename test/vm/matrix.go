@@ -94,6 +94,25 @@ func (m Matrix) Markdown() string {
 		b.WriteString("| kernel | package | test | last output |\n| --- | --- | --- | --- |\n")
 		b.WriteString(strings.Join(fails, "\n") + "\n")
 	}
+	var crashes []string
+	for _, r := range m.Runs {
+		for _, p := range r.Packages {
+			for i, c := range p.Crashes {
+				after := "ran again in a fresh boot"
+				if i == 1 {
+					after = "failed: crashed twice"
+				} else if len(p.Crashes) == 1 && p.Problem == "" {
+					after = "ran again in a fresh boot: " + cell(r, p.Binary.Dir)
+				}
+				crashes = append(crashes, fmt.Sprintf("| %s | `%s` | %s | %s |", r.Kernel.Label(), p.Binary.Dir, escapeCell(c), after))
+			}
+		}
+	}
+	if len(crashes) > 0 {
+		b.WriteString("\nKernel crashes (the guest kernel died; the package then ran again in a fresh boot):\n\n")
+		b.WriteString("| kernel | package | what the kernel said | then |\n| --- | --- | --- | --- |\n")
+		b.WriteString(strings.Join(crashes, "\n") + "\n")
+	}
 	m.writeTestByTest(&b)
 	return b.String()
 }

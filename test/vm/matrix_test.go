@@ -11,7 +11,8 @@ func TestMarkdownListsEveryCellSkipAndFailure(t *testing.T) {
 	m := Matrix{Runs: []KernelRun{
 		{Kernel: Kernel{Release: "6.1.0-56-amd64"}, Seconds: 300, Packages: []PackageResult{
 			{Binary: nft, Tests: []TestResult{{Name: "TestA", Outcome: Pass}, {Name: "TestB", Outcome: Pass}}},
-			{Binary: psiPkg, Tests: []TestResult{{Name: "TestP", Outcome: Skip, Features: []string{"psi (off | at boot)"}}}},
+			{Binary: psiPkg, Tests: []TestResult{{Name: "TestP", Outcome: Skip, Features: []string{"psi (off | at boot)"}}},
+				Crashes: []string{"during TestP: RIP: 0010:f+0x1"}},
 		}},
 		{Kernel: Kernel{Release: "6.12.117+deb12-amd64"}, Seconds: 280, Problem: "qemu died", Packages: []PackageResult{
 			{Binary: nft, Tests: []TestResult{{Name: "TestA", Outcome: Fail, Why: "boom"}, {Name: "TestB", Outcome: Pass}}},
@@ -30,6 +31,7 @@ func TestMarkdownListsEveryCellSkipAndFailure(t *testing.T) {
 		"| 6.12.117+deb12 | (the VM) | | qemu died |",
 		"| `kernel/nft` | `TestA` | pass | fail |",
 		"| `kernel/psi` | `TestP` | skip | not run |",
+		"| 6.1.0-56 | `kernel/psi` | during TestP: RIP: 0010:f+0x1 | ran again in a fresh boot: 0 pass, 1 skip |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

@@ -28,6 +28,7 @@ type machine struct {
 	cpus      int
 	memoryMB  int
 	console   string // file the serial console is written to
+	cmdline   string // appended to kernelCommandLine (for the guest's init)
 }
 
 // kernelCommandLine: the serial console; panic=-1 reboots (and so, with -no-reboot,
@@ -40,7 +41,7 @@ func (m machine) args() []string {
 		"-nodefaults", "-no-reboot", "-display", "none", "-serial", "stdio",
 		"-accel", "tcg,thread=multi", "-cpu", "max",
 		"-smp", fmt.Sprint(m.cpus), "-m", fmt.Sprint(m.memoryMB),
-		"-kernel", m.kernel, "-initrd", m.initramfs, "-append", kernelCommandLine,
+		"-kernel", m.kernel, "-initrd", m.initramfs, "-append", strings.TrimSpace(kernelCommandLine + " " + m.cmdline),
 	}
 	for i, s := range m.shares {
 		opt := fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none,id=fs%d", s.dir, s.tag, i)

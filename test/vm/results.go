@@ -39,6 +39,9 @@ type PackageResult struct {
 	Seconds  int
 	Tests    []TestResult
 	Problem  string // a failure not tied to one test: did not run, crashed, timed out
+	// Crashes are what the kernel said each time it died running this binary; after
+	// the first the binary ran again in a fresh boot (its Tests are from that run).
+	Crashes []string
 }
 
 // Counts adds up the package's leaves; a Problem counts as one failure.

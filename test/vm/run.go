@@ -118,18 +118,16 @@ func runKernel(ctx context.Context, o Options, k Kernel, bins []TestBinary, binD
 		},
 		cpus: o.CPUs, memoryMB: o.MemoryMB, console: filepath.Join(dir, "console.log"),
 	}
-	vmCtx, cancel := context.WithTimeout(ctx, o.VMTimeout)
-	defer cancel()
 	start := o.Clock.Now()
-	err := m.run(vmCtx, o.Log)
+	crashes, problem := bootAll(ctx, o, m, bins, results)
 	kr.Seconds = int(o.Clock.Since(start).Seconds())
-	if err != nil {
-		kr.Problem = err.Error()
-	} else if _, serr := os.Stat(filepath.Join(results, "DONE")); serr != nil {
-		kr.Problem = fmt.Sprintf("the guest powered off before finishing (console: %s)", m.console)
-	}
+	kr.Problem = problem
 	for _, b := range bins {
-		kr.Packages = append(kr.Packages, collectPackage(ctx, b, results))
+		p := collectPackage(ctx, b, results)
+		if p.Crashes = crashes[b.Name]; len(p.Crashes) > 1 {
+			p.Problem = "the kernel died running it, twice: " + p.Crashes[1]
+		}
+		kr.Packages = append(kr.Packages, p)
 	}
 	if kr.Problem != "" {
 		fmt.Fprintf(o.Log, "vm %s: %s\n", k.Label(), lastConsoleLines(m.console, 30))
