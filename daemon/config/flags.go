@@ -30,6 +30,7 @@ type Flags struct {
 	nodePortAddresses  listValue
 	nodeAPIBindAddress string
 	podLogsDir         string
+	failSwapOn         bool
 }
 
 // Flag names, and the Config field (JSON name) each one sets.
@@ -48,6 +49,7 @@ const (
 	flagNodePortAddresses  = "nodeport-addresses"
 	flagNodeAPIBindAddress = "node-api-bind-address"
 	flagPodLogsDir         = "pod-logs-dir"
+	flagFailSwapOn         = "fail-swap-on"
 )
 
 var fieldOfFlag = map[string]string{
@@ -63,6 +65,7 @@ var fieldOfFlag = map[string]string{
 	flagNodePortAddresses:  "proxy.nodePortAddresses",
 	flagNodeAPIBindAddress: "nodeAPIBindAddress",
 	flagPodLogsDir:         "podLogsDir",
+	flagFailSwapOn:         "failSwapOn",
 }
 
 // BindFlags registers plinthd's configuration flags on fs. The defaults shown in help
@@ -80,6 +83,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		"node name to use instead of the hostname (config: hostnameOverride)")
 	fs.StringVar(&f.nodeIP, flagNodeIP, d.NodeIP,
 		"IP address reported for the node; empty detects it (config: nodeIP)")
+	fs.BoolVar(&f.failSwapOn, flagFailSwapOn, d.FailSwapOn,
+		"refuse to start while swap is on (config: failSwapOn)")
 	fs.BoolVar(&f.registerNode, flagRegisterNode, d.RegisterNode,
 		"register the Node object with the control service (config: registerNode)")
 	fs.Var(&f.nodeLabels, flagNodeLabels,
@@ -168,6 +173,8 @@ func (f *Flags) apply(c *Config, set map[string]bool) {
 			c.NodeAPIBindAddress = f.nodeAPIBindAddress
 		case flagPodLogsDir:
 			c.PodLogsDir = f.podLogsDir
+		case flagFailSwapOn:
+			c.FailSwapOn = f.failSwapOn
 		}
 	}
 }
