@@ -39,10 +39,15 @@ mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug
-# Every controller the kernel offers, enabled for the root's children as systemd does.
+# Every controller the kernel offers, enabled for the root's children as systemd does,
+# and systemd's top-level cgroups with init in init.scope: probes look at the root's
+# children (memory.swap.max exists only there), and on a real host processes never run
+# in the root cgroup.
 for c in $(cat /sys/fs/cgroup/cgroup.controllers); do
 	echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control || say "cannot enable cgroup controller $c"
 done
+mkdir -p /sys/fs/cgroup/init.scope /sys/fs/cgroup/system.slice
+echo $$ >/sys/fs/cgroup/init.scope/cgroup.procs
 
 # The 9p transport, from the initramfs, in dependency order.
 for m in /vm/initrd-modules/*.ko; do
