@@ -126,7 +126,11 @@ func unpackKernel(ctx context.Context, cacheDir, pkg, root string) error {
 	if err := os.RemoveAll(root); err != nil {
 		return err
 	}
-	return os.Rename(tmp, root)
+	if err := os.Rename(tmp, root); err != nil {
+		return err
+	}
+	// The unpacked tree is all later runs read.
+	return os.Remove(deb)
 }
 
 func downloadDeb(ctx context.Context, dir, pkg string) (string, error) {
