@@ -55,7 +55,7 @@ func (m Matrix) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("| **VM wall time** |")
+	b.WriteString("| **wall time** |")
 	for _, r := range m.Runs {
 		fmt.Fprintf(&b, " %d s |", r.Seconds)
 	}

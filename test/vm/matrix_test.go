@@ -24,7 +24,7 @@ func TestMarkdownListsEveryCellSkipAndFailure(t *testing.T) {
 		"| package | 6.1.0-56 | 6.12.117+deb12 |",
 		"| `kernel/nft` | 2 pass | **1 FAIL**, 1 pass |",
 		"| `kernel/psi` | 0 pass, 1 skip | **1 FAIL**, 0 pass |",
-		"| **VM wall time** | 300 s | 280 s |",
+		"| **wall time** | 300 s | 280 s |",
 		"| 6.1.0-56 | `kernel/psi` | `TestP` | psi (off \\| at boot) |",
 		"| 6.12.117+deb12 | `kernel/nft` | `TestA` | boom |",
 		"| 6.12.117+deb12 | `kernel/psi` | | did not run |",
