@@ -49,6 +49,11 @@ type Config struct {
 	NodeStatusReportFrequency metav1.Duration `json:"nodeStatusReportFrequency"`
 	// HealthzBindAddress is the host:port of the /healthz endpoint.
 	HealthzBindAddress string `json:"healthzBindAddress"`
+	// ProfilingAddress, when set, is the host:port where Go's pprof profiles are
+	// served under /debug/pprof/, without authentication (keep it on loopback); empty
+	// serves none. Kubelet serves them on its API (enableProfilingHandler); plinthd
+	// keeps them apart, as plinth-control's --profiling-address.
+	ProfilingAddress string `json:"profilingAddress"`
 	// LockFile is the file locked so that only one plinthd runs per node.
 	LockFile string `json:"lockFile"`
 	// StateDir holds plinthd's state (pki, seccomp, images, pods, checkpoints).

@@ -30,6 +30,7 @@ type Flags struct {
 	nodePortAddresses  listValue
 	nodeAPIBindAddress string
 	podLogsDir         string
+	profilingAddress   string
 }
 
 // Flag names, and the Config field (JSON name) each one sets.
@@ -48,6 +49,7 @@ const (
 	flagNodePortAddresses  = "nodeport-addresses"
 	flagNodeAPIBindAddress = "node-api-bind-address"
 	flagPodLogsDir         = "pod-logs-dir"
+	flagProfilingAddress   = "profiling-address"
 )
 
 var fieldOfFlag = map[string]string{
@@ -63,6 +65,7 @@ var fieldOfFlag = map[string]string{
 	flagNodePortAddresses:  "proxy.nodePortAddresses",
 	flagNodeAPIBindAddress: "nodeAPIBindAddress",
 	flagPodLogsDir:         "podLogsDir",
+	flagProfilingAddress:   "profilingAddress",
 }
 
 // BindFlags registers plinthd's configuration flags on fs. The defaults shown in help
@@ -98,6 +101,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		"host:port of the node API (logs, pods, resource metrics); empty turns it off (config: nodeAPIBindAddress)")
 	fs.StringVar(&f.podLogsDir, flagPodLogsDir, d.PodLogsDir,
 		"directory of the pods' container logs (config: podLogsDir)")
+	fs.StringVar(&f.profilingAddress, flagProfilingAddress, d.ProfilingAddress,
+		"host:port to serve Go's pprof profiles on under /debug/pprof/, without authentication (keep it on loopback); empty serves none (config: profilingAddress)")
 	return f
 }
 
@@ -168,6 +173,8 @@ func (f *Flags) apply(c *Config, set map[string]bool) {
 			c.NodeAPIBindAddress = f.nodeAPIBindAddress
 		case flagPodLogsDir:
 			c.PodLogsDir = f.podLogsDir
+		case flagProfilingAddress:
+			c.ProfilingAddress = f.profilingAddress
 		}
 	}
 }

@@ -57,6 +57,9 @@ func (c Config) validate() field.ErrorList {
 	if c.NodeAPIBindAddress != "" {
 		errs = append(errs, validateHostPort(field.NewPath("nodeAPIBindAddress"), c.NodeAPIBindAddress)...)
 	}
+	if c.ProfilingAddress != "" {
+		errs = append(errs, validateHostPort(field.NewPath("profilingAddress"), c.ProfilingAddress)...)
+	}
 	if c.TLSCertFile != "" {
 		errs = append(errs, validateAbsPath(field.NewPath("tlsCertFile"), c.TLSCertFile)...)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/plinth/plinth/daemon/nodelock"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/watchdog"
+	"github.com/plinth/plinth/internal/profiling"
 	"github.com/plinth/plinth/internal/version"
 )
 
@@ -98,6 +99,17 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		logger.Info("serving /healthz, /metrics and /pressure", "address", healthServer.Addr())
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+	if cfg.ProfilingAddress != "" {
+		ln, err := net.Listen("tcp", cfg.ProfilingAddress)
+		if err != nil {
+			return fmt.Errorf("listen on %s (profilingAddress): %w", cfg.ProfilingAddress, err)
+		}
+		wg.Go(func() {
+			if err := profiling.Serve(ctx, ln, "profilingAddress", logger.With("component", "profiling")); err != nil {
+				cancel(err)
+			}
+		})
 	}
 	// Standalone too: conditions are computed and shown in /pressure, not posted.
 	wg.Go(func() { pressureSys.run(ctx) })
