@@ -214,6 +214,7 @@ func newClient(cfg config.Config, name string, logger *slog.Logger) (nodeclient.
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
 	}
 	node.ConfigureClient(restCfg, time.Duration(cfg.NodeLeaseDurationSeconds)*time.Second, "plinthd/"+version.String())
+	restCfg.QPS, restCfg.Burst = float32(cfg.KubeAPIQPS), int(cfg.KubeAPIBurst)
 	// Only the API groups plinthd uses: the clientset of every group would cost several
 	// MiB of resident memory (see nodeclient).
 	client, err := nodeclient.New(restCfg)
