@@ -75,6 +75,8 @@ type WorkerConfig struct {
 	PullSecrets func(pod *corev1.Pod) []corev1.Secret
 	// Report receives the pod's status whenever it changes.
 	Report func(pod *corev1.Pod, status corev1.PodStatus)
+	// Metrics records operation durations and pod starts; nil records nothing.
+	Metrics *Metrics
 }
 
 // PodWorker runs one pod on the node.
@@ -92,6 +94,9 @@ type PodWorker struct {
 	// stopSignals holds each current run's image STOPSIGNAL.
 	stopSignals map[string]unix.Signal
 	probes      map[string]map[ProbeKind]*ProbeTracker
+	// startRecorded is set once the pod's start went into the metrics (or was
+	// adopted: its start was a previous plinthd's).
+	startRecorded bool
 }
 
 type exitEvent struct {
@@ -124,8 +129,10 @@ func (w *PodWorker) Run(ctx context.Context) error {
 	// (its containers ContainerCreating) and is retried with backoff, as kubelet
 	// retries a failed sandbox.
 	for delay := time.Second; ; delay = min(2*delay, maxSetupBackoff) {
+		began := w.cfg.Clock.Now()
 		err := w.setup(ctx)
 		if err == nil {
+			w.cfg.Metrics.operation(OpRunPodSandbox, began, w.cfg.Clock.Now())
 			break
 		}
 		w.cfg.Logger.Warn("pod setup failed; retrying", "pod", w.pod.Namespace+"/"+w.pod.Name, "in", delay, "err", err)
@@ -192,6 +199,10 @@ func (w *PodWorker) report() {
 		return
 	}
 	w.last = &s
+	if s.Phase == corev1.PodRunning && !w.startRecorded {
+		w.startRecorded = true
+		w.cfg.Metrics.podStarted(w.cfg.Clock.Since(w.st.StartTime))
+	}
 	if w.cfg.Report != nil {
 		w.cfg.Report(w.pod, s)
 	}
@@ -261,6 +272,9 @@ func (w *PodWorker) adopt(ctx context.Context) error {
 		latest[name] = cp
 	}
 	adoptedApp := false
+	if len(latest) > 0 {
+		w.startRecorded = true
+	}
 	for name, cp := range latest {
 		cs := w.st.Container(name)
 		cs.Restarts = attemptOf(cp)
@@ -351,8 +365,11 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	if cs.Current != nil {
 		attempt++
 	}
+	began := w.cfg.Clock.Now()
 	img, err := w.cfg.Images.EnsureImage(ctx, ImageRequest{Image: c.Image, PullPolicy: c.ImagePullPolicy,
 		PullSecrets: w.pullSecrets(), BackoffKey: string(w.pod.UID) + "/" + c.Image})
+	w.cfg.Metrics.operation(OpPullImage, began, w.cfg.Clock.Now())
+	began = w.cfg.Clock.Now()
 	if err != nil {
 		reason := "ErrImagePull"
 		var pe *ImagePullError
@@ -418,6 +435,8 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.fail(c.Name, "CreateContainerError", err)
 		return
 	}
+	w.cfg.Metrics.operation(OpCreateContainer, began, w.cfg.Clock.Now())
+	began = w.cfg.Clock.Now()
 	if err := w.cfg.Runtime.Start(ctx, id); err != nil {
 		_ = w.cfg.Runtime.Delete(context.WithoutCancel(ctx), id)
 		cleanup()
@@ -425,6 +444,7 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		return
 	}
 	now := w.cfg.Clock.Now()
+	w.cfg.Metrics.operation(OpStartContainer, began, now)
 	cs.RecordStart(Run{ID: id, ImageID: img.ID, State: Running, StartedAt: now})
 	w.runs[c.Name] = id
 	w.stopSignals[c.Name] = stopSignal

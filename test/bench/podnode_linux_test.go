@@ -262,6 +262,56 @@ func (n *podBenchNode) metrics(names ...string) string {
 	return pickMetrics(string(raw), names...)
 }
 
+// histogramTotals are the _sum and _count of one histogram series.
+type histogramTotals struct {
+	sum   float64
+	count float64
+}
+
+// histograms reads the _sum and _count of every series of the named histograms from
+// plinthd's /metrics, keyed by the series' name and labels as exposed (such as
+// `plinth_runtime_operations_duration_seconds{operation_type="start_container"}`).
+func (n *podBenchNode) histograms(b *testing.B, names ...string) map[string]histogramTotals {
+	b.Helper()
+	resp, err := http.Get("http://" + n.healthz + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]histogramTotals{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		for _, name := range names {
+			rest, isSum := strings.CutPrefix(series, name+"_sum")
+			if !isSum {
+				var isCount bool
+				if rest, isCount = strings.CutPrefix(series, name+"_count"); !isCount {
+					continue
+				}
+			}
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				continue
+			}
+			t := out[name+rest]
+			if isSum {
+				t.sum = v
+			} else {
+				t.count = v
+			}
+			out[name+rest] = t
+		}
+	}
+	return out
+}
+
 // shimMemory sums, over the node's running plinth-shim processes (found by the
 // runc root on their command line), the resident and the proportional set sizes
 // (shared pages split between the processes sharing them), from smaps_rollup.

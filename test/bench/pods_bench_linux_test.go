@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,6 +201,9 @@ type startRun struct {
 	// in whole seconds as the API carries them, sorted.
 	startedAt []time.Duration
 	took      time.Duration
+	// nodeMeans is plinthd's own account of the run: the mean of each of its
+	// nodeHistograms over the run's observations.
+	nodeMeans string
 }
 
 func (r startRun) p(q float64) time.Duration { return nodesim.Percentile(r.latencies, q) }
@@ -210,6 +214,7 @@ func (r startRun) report(b *testing.B, name string) {
 		ms(nodesim.Percentile(r.firstStatus, 0.5)), ms(nodesim.Percentile(r.firstStatus, 0.99)),
 		ms(nodesim.Percentile(r.creates, 0.5)), ms(nodesim.Percentile(r.creates, 0.99)),
 		nodesim.Percentile(r.startedAt, 0.5), nodesim.Percentile(r.startedAt, 0.99))
+	b.Logf("%s, plinthd's means: %s", name, r.nodeMeans)
 	b.ReportMetric(msf(r.p(0.5)), name+"-p50-ms")
 	b.ReportMetric(msf(r.p(0.99)), name+"-p99-ms")
 	b.ReportMetric(msf(r.p(1)), name+"-max-ms")
@@ -239,6 +244,7 @@ func startPods(ctx context.Context, b *testing.B, client kubernetes.Interface, n
 	defer func() { w.Stop() }()
 
 	run := startRun{load: loadAverage()}
+	before := node.histograms(b, nodeHistograms...)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	created := make(chan createResult, len(pods))
@@ -323,7 +329,27 @@ func startPods(ctx context.Context, b *testing.B, client kubernetes.Interface, n
 		slices.Sort(s)
 	}
 	run.load += " → " + loadAverage()
+	run.nodeMeans = meansSince(before, node.histograms(b, nodeHistograms...))
 	return run
+}
+
+// nodeHistograms are plinthd's metrics that break a pod's start down: from first
+// seen to Running, and each runtime operation.
+var nodeHistograms = []string{"plinth_pod_start_duration_seconds", "plinth_runtime_operations_duration_seconds"}
+
+// meansSince formats, for each series that grew from before to after, its mean
+// over the observations in between.
+func meansSince(before, after map[string]histogramTotals) string {
+	var out []string
+	for series, a := range after {
+		bt := before[series]
+		if n := a.count - bt.count; n > 0 {
+			name := strings.TrimPrefix(strings.TrimPrefix(series, "plinth_"), "runtime_operations_duration_seconds")
+			out = append(out, fmt.Sprintf("%s %s (%.0f)", name, ms(time.Duration((a.sum-bt.sum)/n*float64(time.Second))), n))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // deleteBenchPods deletes the node's benchmark pods and waits until plinthd has
