@@ -35,8 +35,10 @@ type ContainerRuntime interface {
 	Stop(ctx context.Context, id string, sig unix.Signal, grace time.Duration) (runc.ExitStatus, error)
 	Delete(ctx context.Context, id string) error
 	// List returns the checkpoints of every container the runtime knows, so a new
-	// plinthd adopts what the previous one started.
+	// plinthd adopts what the previous one started; ListWithIDPrefix those whose ID
+	// starts with a prefix (a pod's, as startContainer names them).
 	List() ([]runc.Checkpoint, error)
+	ListWithIDPrefix(prefix string) ([]runc.Checkpoint, error)
 	Execer
 }
 
@@ -250,7 +252,7 @@ func (w *PodWorker) setup(ctx context.Context) error {
 // their checkpoint labels): running ones are watched again, never restarted; the
 // latest run of each container counts, older ones are removed.
 func (w *PodWorker) adopt(ctx context.Context) error {
-	cps, err := w.cfg.Runtime.List()
+	cps, err := w.cfg.Runtime.ListWithIDPrefix(containerIDPrefix(w.pod))
 	if err != nil {
 		w.cfg.Logger.Warn("list containers to adopt", "err", err)
 	}
@@ -384,7 +386,7 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.fail(c.Name, "CreateContainerError", fmt.Errorf("image %s: %w", c.Image, err))
 		return
 	}
-	id := fmt.Sprintf("%s-%s-%d", w.pod.UID, c.Name, attempt)
+	id := fmt.Sprintf("%s%s-%d", containerIDPrefix(w.pod), c.Name, attempt)
 	dir := filepath.Join(w.podDir(), c.Name, strconv.Itoa(attempt))
 	cleanup := func() {
 		_ = w.cfg.Images.RemoveRootFS(dir)
@@ -453,6 +455,10 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	}
 	w.watch(ctx, c.Name, id)
 }
+
+// containerIDPrefix starts the runtime ID of every container of pod
+// ("<pod UID>-<container>-<attempt>").
+func containerIDPrefix(pod *corev1.Pod) string { return string(pod.UID) + "-" }
 
 func (w *PodWorker) pullSecrets() []corev1.Secret {
 	if w.cfg.PullSecrets == nil {

@@ -119,6 +119,11 @@ pods:
 	}()
 	b.Cleanup(func() {
 		n.stop()
+		if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
+			if data, err := os.ReadFile(n.log); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, "plinthd-"+name+".log"), data, 0o644)
+			}
+		}
 		if b.Failed() {
 			b.Logf("plinthd %s log (%s):\n%s", name, n.log, tailFile(n.log, 40))
 		}

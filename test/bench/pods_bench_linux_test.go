@@ -74,7 +74,7 @@ func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 // Every pod is deleted at the end of its run and the benchmark waits until plinthd
 // confirmed the deletions, runc knows no container, and no mount or pod cgroup is
 // left. PLINTH_BENCH_PROFILE_DIR, when set, receives CPU profiles of plinthd during
-// the paced starts and at 110 pods, and its heap and goroutines at 110 pods.
+// the paced starts and at 110 pods, its heap and goroutines at 110 pods, and its logs.
 func BenchmarkPodsOnOneNode(b *testing.B) {
 	benchBinaries(b)
 	ctx := context.Background()
