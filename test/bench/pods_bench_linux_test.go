@@ -192,9 +192,6 @@ type startRun struct {
 	load string // 1-minute load average at the start and end
 	// latencies: create returned → the watch delivered phase Running, sorted.
 	latencies []time.Duration
-	// firstStatus: create returned → the watch delivered the first status with
-	// container statuses (plinthd's first write: ContainerCreating), sorted.
-	firstStatus []time.Duration
 	// creates: the create requests' own durations, sorted.
 	creates []time.Duration
 	// startedAt: the container's status startedAt − the pod's creationTimestamp, both
@@ -209,9 +206,8 @@ type startRun struct {
 func (r startRun) p(q float64) time.Duration { return nodesim.Percentile(r.latencies, q) }
 
 func (r startRun) report(b *testing.B, name string) {
-	b.Logf("%s, %d pods over %s, load %s: bind to Running p50 %s, p99 %s, max %s; first status from the node p50 %s, p99 %s; create request p50 %s, p99 %s; container startedAt − creationTimestamp (1 s resolution) p50 %s, p99 %s",
+	b.Logf("%s, %d pods over %s, load %s: bind to Running p50 %s, p99 %s, max %s; create request p50 %s, p99 %s; container startedAt − creationTimestamp (1 s resolution) p50 %s, p99 %s",
 		name, len(r.latencies), r.took.Round(100*time.Millisecond), r.load, ms(r.p(0.5)), ms(r.p(0.99)), ms(r.p(1)),
-		ms(nodesim.Percentile(r.firstStatus, 0.5)), ms(nodesim.Percentile(r.firstStatus, 0.99)),
 		ms(nodesim.Percentile(r.creates, 0.5)), ms(nodesim.Percentile(r.creates, 0.99)),
 		nodesim.Percentile(r.startedAt, 0.5), nodesim.Percentile(r.startedAt, 0.99))
 	b.Logf("%s, plinthd's means: %s", name, r.nodeMeans)
@@ -267,7 +263,6 @@ func startPods(ctx context.Context, b *testing.B, client kubernetes.Interface, n
 	}
 
 	returned := map[string]time.Time{}
-	firstStatus := map[string]time.Time{}
 	running := map[string]*corev1.Pod{}
 	runningAt := map[string]time.Time{}
 	deadline := time.After(podStartTimeout + time.Duration(len(pods))*interval)
@@ -296,9 +291,6 @@ func startPods(ctx context.Context, b *testing.B, client kubernetes.Interface, n
 			}
 			now := time.Now()
 			rv = p.ResourceVersion
-			if _, seen := firstStatus[p.Name]; !seen && len(p.Status.ContainerStatuses) > 0 {
-				firstStatus[p.Name] = now
-			}
 			if _, seen := running[p.Name]; !seen && p.Status.Phase == corev1.PodRunning {
 				running[p.Name], runningAt[p.Name] = p, now
 			}
@@ -315,9 +307,6 @@ func startPods(ctx context.Context, b *testing.B, client kubernetes.Interface, n
 	run.took = time.Since(start)
 	for name, at := range runningAt {
 		run.latencies = append(run.latencies, at.Sub(returned[name]))
-		if first, ok := firstStatus[name]; ok {
-			run.firstStatus = append(run.firstStatus, first.Sub(returned[name]))
-		}
 		p := running[name]
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.State.Running != nil {
@@ -325,7 +314,7 @@ func startPods(ctx context.Context, b *testing.B, client kubernetes.Interface, n
 			}
 		}
 	}
-	for _, s := range [][]time.Duration{run.latencies, run.firstStatus, run.creates, run.startedAt} {
+	for _, s := range [][]time.Duration{run.latencies, run.creates, run.startedAt} {
 		slices.Sort(s)
 	}
 	run.load += " → " + loadAverage()
