@@ -1,0 +1,97 @@
+package plinthd
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/plinth/plinth/controlclient/nodeclient/nodeclienttest"
+)
+
+// countVerbs counts the pod requests by verb ("get", "update" for status writes).
+func countVerbs(cs *fake.Clientset) map[string]int {
+	n := map[string]int{}
+	for _, a := range cs.Actions() {
+		if a.GetResource().Resource == "pods" {
+			n[a.GetVerb()]++
+		}
+	}
+	return n
+}
+
+// A pod's first status write reads it; later writes start from what the previous one
+// returned (one request each) until a conflict, which reads the pod afresh and writes
+// again, keeping the condition someone else added meanwhile.
+func TestPodStatusWriterReadsOnlyFirstAndAfterAConflict(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", ResourceVersion: "1"},
+		Spec: corev1.PodSpec{NodeName: "n1"}}
+	cs := fake.NewClientset(pod)
+	// The fake's tracker keeps resourceVersions as written: this one checks and
+	// advances them as the control service does.
+	conflicts, version := 0, 1
+	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod).DeepCopy()
+		stored, err := cs.Tracker().Get(a.GetResource(), "default", "web")
+		if err != nil {
+			return true, nil, err
+		}
+		if obj.ResourceVersion != stored.(*corev1.Pod).ResourceVersion {
+			conflicts++
+			return true, nil, apierrors.NewConflict(corev1.Resource("pods"), "web", nil)
+		}
+		version++
+		obj.ResourceVersion = strconv.Itoa(version)
+		return true, obj, cs.Tracker().Update(a.GetResource(), obj, "default")
+	})
+	w := newPodStatusWriter(nodeclienttest.FromClientset(cs), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w.track([]*corev1.Pod{pod})
+	ctx := context.Background()
+	ref := podRef{Namespace: "default", Name: "web"}
+
+	if err := w.write(ctx, "u1", ref, corev1.PodStatus{Phase: corev1.PodPending}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.write(ctx, "u1", ref, corev1.PodStatus{Phase: corev1.PodRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if got := countVerbs(cs); got["get"] != 1 || got["update"] != 2 {
+		t.Errorf("two writes made %v requests, want 1 get and 2 updates", got)
+	}
+
+	// Someone else adds a condition; the next write, from the stale copy, conflicts.
+	cur, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.Conditions = append(cur.Status.Conditions, corev1.PodCondition{Type: "example.com/gate", Status: corev1.ConditionTrue})
+	if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs.ClearActions()
+	if err := w.write(ctx, "u1", ref, corev1.PodStatus{Phase: corev1.PodSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	if got := countVerbs(cs); conflicts != 1 || got["get"] != 1 || got["update"] != 2 {
+		t.Errorf("a write from a stale copy made %v requests with %d conflicts, want a conflict, 1 get and 2 updates", got, conflicts)
+	}
+	final, err := cs.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := false
+	for _, c := range final.Status.Conditions {
+		gate = gate || c.Type == "example.com/gate"
+	}
+	if final.Status.Phase != corev1.PodSucceeded || !gate {
+		t.Errorf("after the retried write: phase %s, conditions %+v; want Succeeded with the other writer's condition kept", final.Status.Phase, final.Status.Conditions)
+	}
+}
