@@ -148,8 +148,13 @@ func (w *podStatusWriter) run(ctx context.Context) {
 	}
 }
 
-// flush writes every queued status once; it reports whether a write failed (and stays
-// queued).
+// statusWritesInFlight bounds the status writes flush sends at once: one pod's slow
+// write (a conflict, a busy control service) does not hold back the others', while a
+// burst of pod starts does not become a burst of as many requests.
+const statusWritesInFlight = 8
+
+// flush writes every queued status once, up to statusWritesInFlight pods at a time;
+// it reports whether a write failed (and stays queued).
 func (w *podStatusWriter) flush(ctx context.Context) (failed bool) {
 	w.mu.Lock()
 	batch := map[types.UID]corev1.PodStatus{}
@@ -165,26 +170,34 @@ func (w *podStatusWriter) flush(ctx context.Context) (failed bool) {
 		refs[uid] = w.pods[uid]
 	}
 	w.mu.Unlock()
+	var writers sync.WaitGroup
+	slots := make(chan struct{}, statusWritesInFlight)
 	for uid, st := range batch {
 		if ctx.Err() != nil {
-			return false
+			break
 		}
-		err := w.write(ctx, uid, refs[uid], st)
-		w.mu.Lock()
-		switch {
-		case err == nil:
-			w.written[uid] = st
-			if cur, ok := w.pending[uid]; ok && reflect.DeepEqual(cur, st) {
+		slots <- struct{}{}
+		writers.Go(func() {
+			defer func() { <-slots }()
+			err := w.write(ctx, uid, refs[uid], st)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			switch {
+			case err == nil:
+				w.written[uid] = st
+				if cur, ok := w.pending[uid]; ok && reflect.DeepEqual(cur, st) {
+					delete(w.pending, uid)
+				}
+			case apierrors.IsNotFound(err): // a conflict is retried with the pod read again
 				delete(w.pending, uid)
+			case ctx.Err() != nil:
+			default:
+				failed = true
+				w.logger.Warn("writing pod status", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
 			}
-		case apierrors.IsNotFound(err): // a conflict is retried with the pod read again
-			delete(w.pending, uid)
-		default:
-			failed = true
-			w.logger.Warn("writing pod status", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
-		}
-		w.mu.Unlock()
+		})
 	}
+	writers.Wait()
 	return failed
 }
 

@@ -2,18 +2,23 @@ package plinthd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/controlclient/nodeclient/nodeclienttest"
 )
 
@@ -93,5 +98,70 @@ func TestPodStatusWriterReadsOnlyFirstAndAfterAConflict(t *testing.T) {
 	}
 	if final.Status.Phase != corev1.PodSucceeded || !gate {
 		t.Errorf("after the retried write: phase %s, conditions %+v; want Succeeded with the other writer's condition kept", final.Status.Phase, final.Status.Conditions)
+	}
+}
+
+// gatedPods holds every status write until `want` are in flight together (or 10 s
+// pass, when the write fails), to show that writes overlap.
+type gatedPods struct {
+	nodeclient.Interface
+	mu        sync.Mutex
+	inFlight  int
+	most      int
+	want      int
+	allInside chan struct{}
+}
+
+type gatedPodClient struct {
+	nodeclient.PodClient
+	g *gatedPods
+}
+
+func (g *gatedPods) Pods(ns string) nodeclient.PodClient {
+	return gatedPodClient{g.Interface.Pods(ns), g}
+}
+
+func (c gatedPodClient) UpdateStatus(ctx context.Context, pod *corev1.Pod, opts metav1.UpdateOptions) (*corev1.Pod, error) {
+	g := c.g
+	g.mu.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	if g.inFlight == g.want {
+		close(g.allInside)
+	}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.allInside:
+		return c.PodClient.UpdateStatus(ctx, pod, opts)
+	case <-time.After(10 * time.Second):
+		return nil, fmt.Errorf("status write of %s: only %d in flight together", pod.Name, g.most)
+	}
+}
+
+// A burst of pod starts is written several pods at a time, not one after another.
+func TestPodStatusWriterWritesPodsConcurrently(t *testing.T) {
+	const pods = statusWritesInFlight
+	var objs []runtime.Object
+	var list []*corev1.Pod
+	for i := range pods {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("u%d", i))}}
+		objs, list = append(objs, p), append(list, p)
+	}
+	g := &gatedPods{Interface: nodeclienttest.FromClientset(fake.NewClientset(objs...)), want: pods, allInside: make(chan struct{})}
+	w := newPodStatusWriter(g, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w.track(list)
+	for _, p := range list {
+		w.report(p, corev1.PodStatus{Phase: corev1.PodRunning})
+	}
+	if failed := w.flush(context.Background()); failed {
+		t.Fatalf("flush failed: at most %d writes were in flight together, want %d", g.most, pods)
+	}
+	if len(w.pending) != 0 || len(w.written) != pods {
+		t.Errorf("after flush: %d pending, %d written; want 0 and %d", len(w.pending), len(w.written), pods)
 	}
 }
