@@ -359,6 +359,30 @@ func TestSupervisorStartsDeletesAndRemovesOrphans(t *testing.T) {
 	if term := e.status.get().ContainerStatuses[0].State.Terminated; term == nil {
 		t.Errorf("final status of the deleted pod: %+v", e.status.get().ContainerStatuses[0].State)
 	}
+	// Until the confirmation lands the API keeps listing the pod: later Syncs must not
+	// terminate it again (each did, and each confirmation was another DELETE: a
+	// hundred pods deleted together made thousands), only confirm it again after
+	// reconfirmAfter.
+	s.Sync([]*corev1.Pod{deleted})
+	if s.Running(pod.UID) {
+		t.Error("a pod already terminated and confirmed gone got a worker again")
+	}
+	e.clk.Step(reconfirmAfter)
+	s.Sync([]*corev1.Pod{deleted})
+	select {
+	case uid := <-gone:
+		if uid != pod.UID {
+			t.Errorf("confirmed again gone(%s), want %s", uid, pod.UID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a terminated pod still listed after reconfirmAfter was not confirmed again")
+	}
+	s.Sync(nil)
+	s.mu.Lock()
+	if len(s.confirmed) != 0 {
+		t.Errorf("confirmed pods no longer listed are kept: %v", s.confirmed)
+	}
+	s.mu.Unlock()
 
 	// A pod started, then plinthd stops (its containers stay) and the pod is deleted
 	// meanwhile: the next plinthd removes the orphan.
