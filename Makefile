@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/plinth/plinth/internal/version.version=$(VERSION)
 BIN := $(CURDIR)/bin
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all deps build run test unit e2e check generate bench clean
+.PHONY: all deps build run test unit e2e check generate bench clean packages test-system
 
 all: build
 
@@ -23,10 +23,23 @@ build: deps
 run: build
 	scripts/run-local.sh
 
-# Unit, kernel and end-to-end tests. Kernel tests need root; with
+# Unit, kernel, end-to-end and system tests. Kernel tests need root; with
 # PLINTH_REQUIRE_KERNEL=1 (as in CI) a missing kernel feature fails instead of skipping.
 test: build check
 	PLINTH_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) test-system
+
+# plinth-node and plinth-control as .deb and .rpm (nfpm; packaging/README.md).
+DIST := $(CURDIR)/dist
+packages: build
+	rm -f $(DIST)/plinth-node[-_]* $(DIST)/plinth-control[-_]*
+	packaging/build.sh $(BIN) $(DIST) $(VERSION)
+
+# The packages installed into a Debian bookworm booted with systemd-nspawn (test/system;
+# the first run debootstraps the machine image into /var/cache/plinth, about a minute).
+test-system: packages
+	PLINTH_BIN_DIR=$(BIN) PLINTH_DIST_DIR=$(DIST) PLINTH_VERSION=$(VERSION) \
+		go test $(GO_TEST_FLAGS) -tags system -v ./test/system/
 
 # The end-to-end tests alone.
 e2e: build
@@ -36,6 +49,7 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_bpfe[lb]\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	go vet -tags system ./test/system/
 
 # Regenerates the committed eBPF objects and bindings (needs clang, installed here).
 generate:

@@ -17,6 +17,8 @@ debian_packages=(
 	pkg-config      # cgo: libseccomp-golang (and runc's seccomp support) find libseccomp with pkg-config
 	libseccomp-dev  # seccomp profiles are validated and compiled with libseccomp (2.5.4 on bookworm); runc links it
 	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
+	debootstrap     # the system tests' Debian root (test/system, cached in /var/cache/plinth)
+	systemd-container # systemd-nspawn boots that root for the system tests
 )
 
 missing=()
@@ -53,13 +55,27 @@ fi
 # them the fd-leak breakout of CVE-2024-21626 and the cgroup v2 work); build the pinned
 # release from the module proxy with seccomp support instead (about 20 s).
 runc_version=v1.5.2
-if ! runc --version 2>/dev/null | grep -q "^runc version ${runc_version#v}\$"; then
+# (grep reads a here-string: with pipefail, grep -q ending a pipe early fails it.)
+if ! grep -q "^runc version ${runc_version#v}\$" <<<"$(runc --version 2>/dev/null)"; then
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "install-deps: runc ${runc_version} is missing; run as root to build it into /usr/local/bin" >&2
 		exit 1
 	fi
 	echo "install-deps: building runc ${runc_version} into /usr/local/bin"
 	GOBIN=/usr/local/bin CGO_ENABLED=1 go install -tags seccomp "github.com/opencontainers/runc@${runc_version}"
+fi
+
+# nfpm builds the .deb and .rpm packages (make packages). Pinned: later releases do not
+# resolve their dependencies through the module proxy here.
+nfpm_version=v2.45.2
+nfpm_bin=$(command -v nfpm || true)
+if [[ -z $nfpm_bin ]] || ! grep -Eq "^\s*mod\s+github.com/goreleaser/nfpm/v2\s+${nfpm_version}\s" <<<"$(go version -m "$nfpm_bin" 2>/dev/null)"; then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "install-deps: nfpm ${nfpm_version} is missing; run as root to install it into /usr/local/bin" >&2
+		exit 1
+	fi
+	echo "install-deps: installing nfpm ${nfpm_version} into /usr/local/bin"
+	GOBIN=/usr/local/bin go install "github.com/goreleaser/nfpm/v2/cmd/nfpm@${nfpm_version}"
 fi
 
 # --- Generate-time tools (only for `install-deps.sh generate`, so `make test` never

@@ -1,5 +1,6 @@
 // Command plinthctl is the node-local operator tool for plinthd.
 //
+//	plinthctl check [--config FILE] [-o json]      kernel preflight: PASS, WARN or FAIL per feature
 //	plinthctl status [--address 127.0.0.1:10248]   plinthd's health checks
 //	plinthctl pressure [--address 127.0.0.1:10248] live eviction signals, feeds and conditions
 //	plinthctl join --server URL --token ID.SECRET --ca-cert-hash sha256:HEX
@@ -24,6 +25,7 @@ import (
 	"github.com/plinth/plinth/controlclient"
 	"github.com/plinth/plinth/daemon/health"
 	"github.com/plinth/plinth/daemon/images/imagectl"
+	"github.com/plinth/plinth/daemon/preflight"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/proxy/nftrules"
 	"github.com/plinth/plinth/daemon/seccomp"
@@ -33,6 +35,8 @@ import (
 const usage = `usage: plinthctl COMMAND [flags]
 
 commands:
+  check     check every kernel and system feature plinthd uses (PASS, WARN or FAIL
+            and why; exit 1 on a FAIL; -o json for machines)
   status    show plinthd's health checks (exit 1 when one fails)
   pressure  show the live eviction signals and thresholds, the feeds and the pressure conditions
   join      obtain this node's client certificate with a bootstrap token and write
@@ -61,6 +65,11 @@ func main() {
 	case "image":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := imagectl.Command(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	case "check":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := preflight.Command(ctx, preflight.HostEnv(), os.Args[2:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	case "seccomp":

@@ -25,7 +25,7 @@ func main() {
 	flags := config.BindFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	cleanup := fs.Bool("cleanup", false, "remove the kernel state plinthd owns (the pod network bridge and masquerade table, the Service proxy nftables tables) and exit")
+	cleanup := fs.Bool("cleanup", false, "remove the kernel state plinthd owns (the pod network bridge and masquerade table, empty pod cgroups under pods.cgroupParent, the Service proxy nftables tables) and exit")
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
 		fmt.Println("plinthd", version.String())
@@ -41,17 +41,17 @@ func main() {
 	backends := plinthd.Backends{NewProxyRules: func(*slog.Logger) (plinthd.ProxyRules, error) {
 		return nftrules.New(nft.NewNetlink(""), clock.RealClock{}), nil
 	}}
-	if *cleanup {
-		if err := plinthd.Cleanup(context.Background(), backends, logger); err != nil {
-			fmt.Fprintln(os.Stderr, "plinthd:", err)
-			os.Exit(1)
-		}
-		return
-	}
 	cfg, files, err := flags.Load()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "plinthd:", err)
 		os.Exit(2)
+	}
+	if *cleanup {
+		if err := plinthd.Cleanup(context.Background(), cfg, backends, logger); err != nil {
+			fmt.Fprintln(os.Stderr, "plinthd:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -102,7 +102,7 @@ func (o resourceObjects) UpdateStatus(ctx context.Context, namespace, name strin
 }
 
 func (o resourceObjects) update(ctx context.Context, info requestInfo, mutate func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
-	out, _, err := o.s.guaranteedUpdate(ctx, o.r, info, false, func(old runtime.Object) (runtime.Object, error) {
+	out, _, err := o.s.guaranteedUpdate(ctx, o.r, info, false, 0, func(old runtime.Object) (runtime.Object, error) {
 		obj, err := mutate(old)
 		if err != nil {
 			return nil, err

@@ -57,7 +57,7 @@ func (s *Server) read(ctx context.Context, r *Resource, info requestInfo) (runti
 	if err != nil {
 		return nil, kv, apierrors.NewInternalError(err)
 	}
-	obj, err := fromStorage(r, kv)
+	obj, err := s.decode(r, kv)
 	if err != nil {
 		return nil, kv, apierrors.NewInternalError(err)
 	}
@@ -227,13 +227,15 @@ func (s *Server) store(ctx context.Context, r *Resource, acc metav1.Object, obj 
 	if r.TTL != nil {
 		ttl = r.TTL(obj)
 	}
-	rev, err := s.cfg.Store.CreateWithTTL(ctx, r.key(acc.GetNamespace(), acc.GetName()), data, ttl)
+	key := r.key(acc.GetNamespace(), acc.GetName())
+	rev, err := s.cfg.Store.CreateWithTTL(ctx, key, data, ttl)
 	if errors.Is(err, storage.ErrExists) {
 		return 0, apierrors.NewAlreadyExists(s.groupResource(r), acc.GetName())
 	}
 	if err != nil {
 		return 0, apierrors.NewInternalError(err)
 	}
+	s.remember(r, key, rev, data)
 	return rev, nil
 }
 
@@ -259,7 +261,9 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
-	out, created, err := s.guaranteedUpdate(req.Context(), r, info, opts.dryRun, func(old runtime.Object) (runtime.Object, error) {
+	// A resourceVersion that does not parse is left for the update to refuse.
+	expect, _ := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
+	out, created, err := s.guaranteedUpdate(req.Context(), r, info, opts.dryRun, expect, func(old runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	})
 	if err != nil {
@@ -301,10 +305,25 @@ type mutateFunc func(old runtime.Object) (runtime.Object, error)
 // guaranteedUpdate reads, mutates, validates and writes with a compare-and-swap on the
 // etcd revision. created is true when the object did not exist and the resource allows
 // create on update.
-func (s *Server) guaranteedUpdate(ctx context.Context, r *Resource, info requestInfo, dryRun bool, mutate mutateFunc) (runtime.Object, bool, error) {
+//
+// expect, when not 0, is the resourceVersion the request's object carries. If the
+// object cache holds the object at that revision, the first attempt starts from the
+// cached copy instead of reading etcd: the write's compare-and-swap on the revision
+// still decides, and any failure of that attempt falls back to a fresh read, so the
+// outcome is the same as without the cache.
+func (s *Server) guaranteedUpdate(ctx context.Context, r *Resource, info requestInfo, dryRun bool, expect int64, mutate mutateFunc) (runtime.Object, bool, error) {
 	gr := s.groupResource(r)
+	optimistic := false
 	for attempt := 0; ; attempt++ {
-		old, kv, err := s.read(ctx, r, info)
+		var old runtime.Object
+		var kv storage.KV
+		var err error
+		if cached, ok := s.cachedForUpdate(r, info, attempt, dryRun, expect); ok {
+			old, kv, optimistic = cached, storage.KV{Key: r.key(info.namespace, info.name), Revision: expect}, true
+		} else {
+			optimistic = false
+			old, kv, err = s.read(ctx, r, info)
+		}
 		if apierrors.IsNotFound(err) && r.AllowCreateOnUpdate && info.subresource == "" {
 			obj, err := mutate(nil)
 			if err != nil {
@@ -346,6 +365,10 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *Resource, info request
 		if err == nil && r.AfterUpdate != nil {
 			r.AfterUpdate(ctx, out, old)
 		}
+		if optimistic && (errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound)) {
+			// The cached revision is no longer current: decide on a fresh read.
+			continue
+		}
 		if errors.Is(err, storage.ErrConflict) {
 			if conditional || attempt >= maxConflictRetries {
 				return nil, false, conflict(gr, info.name)
@@ -357,6 +380,16 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *Resource, info request
 		}
 		return out, false, err
 	}
+}
+
+// cachedForUpdate returns the cached object an update may start from: only on the first
+// attempt, only for a request that names the revision it expects, only at that revision,
+// and never for a dry run, which has no write to catch a stale revision.
+func (s *Server) cachedForUpdate(r *Resource, info requestInfo, attempt int, dryRun bool, expect int64) (runtime.Object, bool) {
+	if attempt != 0 || dryRun || expect <= 0 {
+		return nil, false
+	}
+	return s.objects.get(r.key(info.namespace, info.name), expect)
 }
 
 func conflict(gr schemaGR, name string) error {
@@ -424,6 +457,7 @@ func (s *Server) writeUpdate(ctx context.Context, r *Resource, info requestInfo,
 		if err != nil {
 			return nil, err
 		}
+		s.objects.forget(key)
 		setResourceVersion(obj, rev)
 		if r.Release != nil {
 			r.Release(ctx, obj)
@@ -438,6 +472,7 @@ func (s *Server) writeUpdate(ctx context.Context, r *Resource, info requestInfo,
 	if err != nil {
 		return nil, err
 	}
+	s.remember(r, key, rev, data)
 	setResourceVersion(obj, rev)
 	return obj, nil
 }
@@ -521,6 +556,7 @@ func (s *Server) deleteObject(ctx context.Context, r *Resource, namespace, name 
 		if err != nil {
 			return nil, 0, storageError(gr, name, err)
 		}
+		s.objects.forget(r.key(namespace, name))
 		setResourceVersion(obj, rev)
 		if r.Release != nil {
 			r.Release(ctx, obj)

@@ -200,7 +200,7 @@ func (s *Server) listPage(ctx context.Context, r *Resource, namespace string, se
 		out.revision = res.Revision
 		opts.Revision = res.Revision
 		for _, kv := range res.Items {
-			obj, err := fromStorage(r, kv)
+			obj, err := s.decodeListed(r, kv)
 			if err != nil {
 				return out, apierrors.NewInternalError(err)
 			}

@@ -32,7 +32,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, r *Resource, in
 		return
 	}
 	var warnings []string
-	out, _, err := s.guaranteedUpdate(req.Context(), r, info, opts.dryRun, func(old runtime.Object) (runtime.Object, error) {
+	out, _, err := s.guaranteedUpdate(req.Context(), r, info, opts.dryRun, 0, func(old runtime.Object) (runtime.Object, error) {
 		current, err := json.Marshal(old)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)

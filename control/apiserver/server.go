@@ -50,6 +50,9 @@ type Config struct {
 	MetricsHandler http.Handler
 	// Inflight caps the requests served at once; the zero value limits nothing.
 	Inflight InflightLimits
+	// ObjectCacheBytes bounds the cache of decoded objects by their stored size: 0
+	// means DefaultObjectCacheBytes, negative turns the cache off.
+	ObjectCacheBytes int64
 }
 
 // Server is the HTTP handler of the API.
@@ -57,6 +60,7 @@ type Server struct {
 	cfg      Config
 	metrics  *requestMetrics
 	inflight *inflightLimiter
+	objects  *objectCache
 	// watches counts open watch streams, so a shutdown can let them end cleanly
 	// before the connections close.
 	watches sync.WaitGroup
@@ -113,7 +117,15 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 	}
-	return &Server{cfg: cfg, metrics: m, inflight: inflight}, nil
+	cacheBytes := cfg.ObjectCacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = DefaultObjectCacheBytes
+	}
+	objects, err := newObjectCache(max(cacheBytes, 0), cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, metrics: m, inflight: inflight, objects: objects}, nil
 }
 
 // ServeHTTP routes a request to discovery or to a resource.

@@ -154,7 +154,7 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 	prevMatch := ev.Type == storage.EventPut && !ev.Created
 	if ev.Prev != nil {
 		var err error
-		if prev, err = fromStorage(r, *ev.Prev); err != nil {
+		if prev, err = s.decode(r, *ev.Prev); err != nil {
 			return err
 		}
 		prevMatch = sel.matches(r, prev)
@@ -167,7 +167,7 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 		setResourceVersion(prev, ev.Revision)
 		return enc.send(watch.Deleted, prev)
 	}
-	obj, err := fromStorage(r, ev.KV)
+	obj, err := s.decode(r, ev.KV)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,17 +14,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/internal/poddefaults"
+	"github.com/plinth/plinth/internal/podqos"
 )
 
-// Pod defaults Kubernetes applies.
-const (
-	defaultTerminationGracePeriod = int64(30)
-	// DefaultSchedulerName is the scheduler a pod names when it names none.
-	DefaultSchedulerName = corev1.DefaultSchedulerName
-	// defaultNotReadyTolerationSeconds is how long a pod stays on a node that is not
-	// ready or unreachable (DefaultTolerationSeconds admission).
-	defaultNotReadyTolerationSeconds = int64(300)
-)
+// defaultNotReadyTolerationSeconds is how long a pod stays on a node that is not ready
+// or unreachable (DefaultTolerationSeconds admission).
+const defaultNotReadyTolerationSeconds = int64(300)
 
 var podGroupKind = schema.GroupKind{Kind: "Pod"}
 
@@ -53,7 +48,7 @@ func Pods(clk clock.PassiveClock) *apiserver.Resource {
 			BeforeCreate: func(_ context.Context, obj runtime.Object) error {
 				// A new pod's status is the server's: Pending, with its QoS class.
 				p := obj.(*corev1.Pod)
-				p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
+				p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: podqos.Compute(p)}
 				return nil
 			},
 			BeforeUpdate: func(ctx context.Context, obj, old runtime.Object) error {
@@ -125,101 +120,12 @@ func podFields(p *corev1.Pod) fields.Set {
 // defaultPod fills Kubernetes' defaults. It runs on create and on every update, so
 // each step only fills what is missing.
 func defaultPod(p *corev1.Pod) {
-	s := &p.Spec
-	if s.RestartPolicy == "" {
-		s.RestartPolicy = corev1.RestartPolicyAlways
-	}
-	if s.DNSPolicy == "" {
-		s.DNSPolicy = corev1.DNSClusterFirst
-	}
-	if s.TerminationGracePeriodSeconds == nil {
-		g := defaultTerminationGracePeriod
-		s.TerminationGracePeriodSeconds = &g
-	}
-	if s.SchedulerName == "" {
-		s.SchedulerName = DefaultSchedulerName
-	}
-	if s.EnableServiceLinks == nil {
-		t := corev1.DefaultEnableServiceLinks
-		s.EnableServiceLinks = &t
-	}
-	if s.SecurityContext == nil {
-		s.SecurityContext = &corev1.PodSecurityContext{}
-	}
-	for i := range s.InitContainers {
-		defaultContainer(&s.InitContainers[i], s.HostNetwork)
-	}
-	for i := range s.Containers {
-		defaultContainer(&s.Containers[i], s.HostNetwork)
-	}
-	addNotReadyTolerations(s)
+	poddefaults.Apply(&p.Spec)
+	addNotReadyTolerations(&p.Spec)
 	if p.Status.Phase == "" {
 		p.Status.Phase = corev1.PodPending
 	}
-	p.Status.QOSClass = qosClass(p)
-}
-
-func defaultContainer(c *corev1.Container, hostNetwork bool) {
-	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = pullPolicyFor(c.Image)
-	}
-	if c.TerminationMessagePath == "" {
-		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
-	}
-	if c.TerminationMessagePolicy == "" {
-		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-	}
-	for i := range c.Ports {
-		if c.Ports[i].Protocol == "" {
-			c.Ports[i].Protocol = corev1.ProtocolTCP
-		}
-		if hostNetwork && c.Ports[i].HostPort == 0 {
-			c.Ports[i].HostPort = c.Ports[i].ContainerPort
-		}
-	}
-	// A limit without a request requests the limit.
-	for name, limit := range c.Resources.Limits {
-		if _, ok := c.Resources.Requests[name]; !ok {
-			if c.Resources.Requests == nil {
-				c.Resources.Requests = corev1.ResourceList{}
-			}
-			c.Resources.Requests[name] = limit.DeepCopy()
-		}
-	}
-	for _, probe := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
-		if probe == nil {
-			continue
-		}
-		if probe.TimeoutSeconds == 0 {
-			probe.TimeoutSeconds = 1
-		}
-		if probe.PeriodSeconds == 0 {
-			probe.PeriodSeconds = 10
-		}
-		if probe.SuccessThreshold == 0 {
-			probe.SuccessThreshold = 1
-		}
-		if probe.FailureThreshold == 0 {
-			probe.FailureThreshold = 3
-		}
-	}
-}
-
-// pullPolicyFor is Always for an image without a tag or tagged latest, and
-// IfNotPresent for any other tag or a digest.
-func pullPolicyFor(image string) corev1.PullPolicy {
-	if strings.Contains(image, "@") {
-		return corev1.PullIfNotPresent
-	}
-	last := image[strings.LastIndex(image, "/")+1:]
-	tag := ""
-	if i := strings.LastIndex(last, ":"); i >= 0 {
-		tag = last[i+1:]
-	}
-	if tag == "" || tag == "latest" {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
+	p.Status.QOSClass = podqos.Compute(p)
 }
 
 // addNotReadyTolerations gives the pod five minutes on a node that is not ready or
@@ -243,33 +149,4 @@ func addNotReadyTolerations(s *corev1.PodSpec) {
 			Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs,
 		})
 	}
-}
-
-// qosClass is Kubernetes' pod QoS: BestEffort without any CPU or memory request or
-// limit, Guaranteed when every container limits both and requests exactly its limits,
-// else Burstable.
-func qosClass(p *corev1.Pod) corev1.PodQOSClass {
-	some, guaranteed := false, true
-	containers := append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...)
-	for _, c := range containers {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[name]
-			lim, hasLim := c.Resources.Limits[name]
-			hasReq = hasReq && req.Sign() > 0
-			hasLim = hasLim && lim.Sign() > 0
-			if hasReq || hasLim {
-				some = true
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !some:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
 }

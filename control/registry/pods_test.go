@@ -35,22 +35,6 @@ func hasField(errs field.ErrorList, f string) bool {
 	return false
 }
 
-func TestPullPolicyDefault(t *testing.T) {
-	for image, want := range map[string]corev1.PullPolicy{
-		"nginx":                            corev1.PullAlways,
-		"nginx:latest":                     corev1.PullAlways,
-		"nginx:1.27":                       corev1.PullIfNotPresent,
-		"registry.local:5000/team/app":     corev1.PullAlways, // the registry's port is no tag
-		"registry.local:5000/team/app:v2":  corev1.PullIfNotPresent,
-		"nginx@sha256:0123456789abcdef":    corev1.PullIfNotPresent,
-		"nginx:latest@sha256:0123456789ab": corev1.PullIfNotPresent,
-	} {
-		if got := pullPolicyFor(image); got != want {
-			t.Errorf("pullPolicyFor(%q) = %s, want %s", image, got, want)
-		}
-	}
-}
-
 func TestPodDefaults(t *testing.T) {
 	p := newPod()
 	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}}
@@ -110,34 +94,6 @@ func TestNotReadyTolerations(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestQOSClass(t *testing.T) {
-	rl := func(kv ...string) corev1.ResourceList {
-		out := corev1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name     string
-		req, lim corev1.ResourceList
-		want     corev1.PodQOSClass
-	}{
-		{"nothing", nil, nil, corev1.PodQOSBestEffort},
-		{"only other resources", rl("ephemeral-storage", "1Gi"), nil, corev1.PodQOSBestEffort},
-		{"requests only", rl("cpu", "100m"), nil, corev1.PodQOSBurstable},
-		{"cpu limit only", rl("cpu", "1"), rl("cpu", "1"), corev1.PodQOSBurstable},
-		{"requests below limits", rl("cpu", "500m", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"), corev1.PodQOSBurstable},
-		{"requests equal limits", rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"), corev1.PodQOSGuaranteed},
-	} {
-		p := newPod()
-		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: tc.req, Limits: tc.lim}
-		if got := qosClass(p); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
 	}
 }
 

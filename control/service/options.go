@@ -36,6 +36,9 @@ type Options struct {
 	// Inflight caps the API requests served at once (--max-requests-inflight,
 	// --max-mutating-requests-inflight); requests beyond get 429 and Retry-After.
 	Inflight apiserver.InflightLimits
+	// ObjectCacheMiB bounds the API's cache of decoded objects by their stored size
+	// (--object-cache-size); 0 turns it off.
+	ObjectCacheMiB int
 	// ProfilingAddress, when set, serves Go's pprof profiles there, unauthenticated.
 	ProfilingAddress string
 
@@ -68,6 +71,7 @@ func DefaultOptions() Options {
 		LeaderElection:     DefaultLeaderElection(),
 		LogLevel:           "info",
 		Inflight:           apiserver.DefaultInflightLimits(),
+		ObjectCacheMiB:     apiserver.DefaultObjectCacheBytes >> 20,
 		NodeCertValidity:   auth.DefaultNodeCertValidity,
 
 		ServiceClusterIPRange: "10.96.0.0/12",
@@ -119,6 +123,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", o.LeaderElection.RetryPeriod, "how often candidates try to acquire or renew")
 	fs.IntVar(&o.Inflight.ReadOnly, "max-requests-inflight", o.Inflight.ReadOnly, "most non-mutating API requests (get, list) served at once; more are answered 429 with Retry-After. Watches and system:masters (this service's own control loops and leader election, administrators) are never limited. 0 means no limit")
 	fs.IntVar(&o.Inflight.Mutating, "max-mutating-requests-inflight", o.Inflight.Mutating, "most mutating API requests (create, update, patch, delete) served at once; more are answered 429 with Retry-After, with the same exemptions as --max-requests-inflight. 0 means no limit")
+	fs.IntVar(&o.ObjectCacheMiB, "object-cache-size", o.ObjectCacheMiB, "MiB of stored objects the API keeps decoded, each valid for exactly one etcd revision, so hot reads, watch events and updates naming the cached resourceVersion skip decoding and the read before the write (decoded objects take about three times their stored size); 0 turns the cache off")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.ProfilingAddress, "profiling-address", o.ProfilingAddress, "HOST:PORT to serve Go's pprof profiles on under /debug/pprof/, without authentication (keep it on loopback); empty serves none")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR Services get cluster IPs from (dynamic ones from above the first min(max(16, size/16), 256) addresses, which static ones prefer); at most 20 host bits")
@@ -180,6 +185,9 @@ func (o *Options) Complete() error {
 	}
 	if o.Inflight.Mutating < 0 {
 		errs = append(errs, fmt.Errorf("--max-mutating-requests-inflight: %d is not a request count (want 0 for no limit, or more)", o.Inflight.Mutating))
+	}
+	if o.ObjectCacheMiB < 0 {
+		errs = append(errs, fmt.Errorf("--object-cache-size: %d is not a size in MiB (want 0 to turn the cache off, or more)", o.ObjectCacheMiB))
 	}
 	if err := o.LeaderElection.validate(); err != nil {
 		errs = append(errs, err)

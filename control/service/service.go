@@ -109,7 +109,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	api, err := apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Logger: logger.With("component", "apiserver"), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}), OpenAPI: true, Inflight: o.Inflight,
-		Authenticators: authn.authenticators, Authorizer: authn.authorizer, Admitters: []apiserver.Admitter{authn.admission, registry.NamespaceDeletionGuard{}},
+		ObjectCacheBytes: objectCacheBytes(o.ObjectCacheMiB),
+		Authenticators:   authn.authenticators, Authorizer: authn.authorizer, Admitters: []apiserver.Admitter{authn.admission, registry.NamespaceDeletionGuard{}},
 		Version: version.Info{
 			Major: kubernetesMajor, Minor: kubernetesMinor,
 			GitVersion: fmt.Sprintf("v%s.%s.0+plinth.%s", kubernetesMajor, kubernetesMinor, plinthversion.String()),
@@ -409,4 +410,13 @@ func newNodeIPAM(client kubernetes.Interface, nodes coreinformers.NodeInformer, 
 	return nodeipam.New(nodeipam.Config{Client: client, Nodes: nodes, Clock: clock.RealClock{}, Registerer: reg, Logger: logger,
 		Options:  o.NodeIPAM,
 		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "node-controller"})})
+}
+
+// objectCacheBytes turns --object-cache-size into the API's setting, where 0 means the
+// default and negative means off.
+func objectCacheBytes(mib int) int64 {
+	if mib == 0 {
+		return -1
+	}
+	return int64(mib) << 20
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/plinth/plinth/daemon/pressure"
+	"github.com/plinth/plinth/internal/podqos"
 )
 
 // pressureConditions are the node conditions the eviction manager sets, in the order
@@ -54,7 +55,7 @@ func admitUnderPressure(in *Input) Result {
 		return admitted
 	}
 	if len(conds) == 1 && conds[0] == corev1.NodeMemoryPressure {
-		if QOSClass(in.Pod) != corev1.PodQOSBestEffort || tolerates(in.Pod.Spec.Tolerations, &memoryPressureTaint) {
+		if podqos.Class(in.Pod) != corev1.PodQOSBestEffort || tolerates(in.Pod.Spec.Tolerations, &memoryPressureTaint) {
 			return admitted
 		}
 	}

@@ -144,6 +144,12 @@ type Config struct {
 	// when no file-change notification came (kubelet's fileCheckFrequency).
 	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency"`
 
+	// FailSwapOn makes plinthd refuse to start while swap is on (kubelet's
+	// failSwapOn); with false, memorySwap says how much of it containers may use.
+	FailSwapOn bool `json:"failSwapOn"`
+	// MemorySwap configures containers' swap when swap is on and failSwapOn is false.
+	MemorySwap MemorySwapConfig `json:"memorySwap"`
+
 	// Proxy configures the Service proxy.
 	Proxy ProxyConfig `json:"proxy"`
 	// Pods configures the pod runtime.
@@ -183,6 +189,9 @@ func Defaults() Config {
 
 		StaticPodPath:      DefaultStaticPodPath,
 		FileCheckFrequency: metav1.Duration{Duration: 20 * time.Second},
+
+		FailSwapOn: true,
+		MemorySwap: defaultMemorySwap(),
 
 		Proxy: defaultProxyConfig(),
 		Pods:  defaultPodsConfig(),

@@ -31,6 +31,7 @@ type Flags struct {
 	nodeAPIBindAddress string
 	podLogsDir         string
 	profilingAddress   string
+	failSwapOn         bool
 }
 
 // Flag names, and the Config field (JSON name) each one sets.
@@ -50,6 +51,7 @@ const (
 	flagNodeAPIBindAddress = "node-api-bind-address"
 	flagPodLogsDir         = "pod-logs-dir"
 	flagProfilingAddress   = "profiling-address"
+	flagFailSwapOn         = "fail-swap-on"
 )
 
 var fieldOfFlag = map[string]string{
@@ -66,6 +68,7 @@ var fieldOfFlag = map[string]string{
 	flagNodeAPIBindAddress: "nodeAPIBindAddress",
 	flagPodLogsDir:         "podLogsDir",
 	flagProfilingAddress:   "profilingAddress",
+	flagFailSwapOn:         "failSwapOn",
 }
 
 // BindFlags registers plinthd's configuration flags on fs. The defaults shown in help
@@ -83,6 +86,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		"node name to use instead of the hostname (config: hostnameOverride)")
 	fs.StringVar(&f.nodeIP, flagNodeIP, d.NodeIP,
 		"IP address reported for the node; empty detects it (config: nodeIP)")
+	fs.BoolVar(&f.failSwapOn, flagFailSwapOn, d.FailSwapOn,
+		"refuse to start while swap is on (config: failSwapOn)")
 	fs.BoolVar(&f.registerNode, flagRegisterNode, d.RegisterNode,
 		"register the Node object with the control service (config: registerNode)")
 	fs.Var(&f.nodeLabels, flagNodeLabels,
@@ -175,6 +180,8 @@ func (f *Flags) apply(c *Config, set map[string]bool) {
 			c.PodLogsDir = f.podLogsDir
 		case flagProfilingAddress:
 			c.ProfilingAddress = f.profilingAddress
+		case flagFailSwapOn:
+			c.FailSwapOn = f.failSwapOn
 		}
 	}
 }

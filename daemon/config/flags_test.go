@@ -222,7 +222,7 @@ func TestFlagsAreRegistered(t *testing.T) {
 	BindFlags(fs)
 	names := []string{"config", "config-dir", "kubeconfig", "hostname-override", "node-ip", "register-node",
 		"node-labels", "register-with-taints", "lock-file", "healthz-bind-address", "state-dir", "nodeport-addresses",
-		"node-api-bind-address", "pod-logs-dir", "profiling-address"}
+		"node-api-bind-address", "pod-logs-dir", "profiling-address", "fail-swap-on"}
 	for _, n := range names {
 		if fs.Lookup(n) == nil {
 			t.Errorf("flag --%s is not registered", n)

@@ -417,6 +417,9 @@ imageMinimumGCAge: 5m
 imageMaximumGCAge: 168h
 staticPodPath: /srv/manifests
 fileCheckFrequency: 1m
+failSwapOn: false
+memorySwap:
+  swapBehavior: LimitedSwap
 proxy:
   enabled: true
   nodePortAddresses: [192.0.2.0/24, "2001:db8::/64"]
@@ -475,6 +478,8 @@ pods:
 
 		StaticPodPath:      "/srv/manifests",
 		FileCheckFrequency: metav1.Duration{Duration: time.Minute},
+		FailSwapOn:         false,
+		MemorySwap:         MemorySwapConfig{SwapBehavior: LimitedSwap},
 		Proxy: ProxyConfig{
 			Enabled:            ptrTo(true),
 			NodePortAddresses:  []string{"192.0.2.0/24", "2001:db8::/64"},

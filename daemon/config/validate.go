@@ -88,6 +88,7 @@ func (c Config) validate() field.ErrorList {
 	}
 	errs = append(errs, c.Proxy.validate(field.NewPath("proxy"))...)
 	errs = append(errs, c.Pods.validate(field.NewPath("pods"))...)
+	errs = append(errs, c.MemorySwap.validate(field.NewPath("memorySwap"))...)
 	return errs
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,9 @@ type Collector struct {
 	log     *slog.Logger
 	metrics *metrics
 	trigger chan struct{}
+	// collecting lets one collection run at a time: Run's and a caller's of Collect
+	// (node-pressure reclaim) would otherwise race to remove the same things.
+	collecting sync.Mutex
 
 	// done, when set (tests), receives each Run collection's outcome.
 	done chan<- outcome
@@ -130,6 +134,10 @@ func (c *Collector) Run(ctx context.Context) {
 		if err != nil {
 			c.log.Warn("container garbage collection failed", "err", err)
 		}
+		if res != (Result{}) {
+			c.log.Info("container garbage collection", "containers", res.Containers, "sandboxes", res.Sandboxes,
+				"logDirectories", res.LogDirs, "triggered", opts.EvictTerminatedPods)
+		}
 		if c.done != nil {
 			c.done <- outcome{res, err}
 		}
@@ -138,8 +146,11 @@ func (c *Collector) Run(ctx context.Context) {
 }
 
 // Collect runs one collection now: containers, then sandboxes, then log directories.
-// Every removal is tried even when another fails; the errors are returned joined.
+// Every removal is tried even when another fails; the errors are returned joined. A
+// collection under way (Run's) is waited for first.
 func (c *Collector) Collect(ctx context.Context, opts Options) (Result, error) {
+	c.collecting.Lock()
+	defer c.collecting.Unlock()
 	start := c.clock.Now()
 	defer func() { c.metrics.duration.Observe(c.clock.Since(start).Seconds()) }()
 	var res Result
@@ -163,6 +174,7 @@ func (c *Collector) Collect(ctx context.Context, opts Options) (Result, error) {
 		}
 		res.Containers++
 		c.metrics.containers.WithLabelValues(r.Reason).Inc()
+		c.log.Debug("removed dead container", "id", r.Container.ID, "pod", r.Container.PodUID, "container", r.Container.Name, "reason", r.Reason)
 	}
 
 	sandboxes, err := c.runtime.Sandboxes(ctx)

@@ -183,13 +183,14 @@ func TestCollectorTriggerRemovesTerminatedPods(t *testing.T) {
 	rt := &fakeRuntime{containers: []Container{dc("done", "app", time.Minute), dc("live", "app", time.Minute)}}
 	pods := fakePods{ready: true, states: map[types.UID]PodState{"done": {Terminated: true}}}
 	c, done, _ := newTestCollector(t, rt, pods, clk)
+	// Both before Run starts, so Run cannot take the first before the second comes.
+	c.Trigger()
+	c.Trigger() // merged with the first
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-stopped })
 
-	c.Trigger()
-	c.Trigger() // merged with the first
 	if o := waitOutcome(t, done); o.err != nil || o.result.Containers != 1 {
 		t.Fatalf("triggered run = %+v", o)
 	}

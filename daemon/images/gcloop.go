@@ -2,6 +2,7 @@ package images
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -16,6 +17,8 @@ type ImageGC struct {
 	inUse   InUseFunc
 	period  time.Duration
 	trigger chan struct{}
+	// collecting lets one collection run at a time (Run's, or a reclaim's).
+	collecting sync.Mutex
 
 	// done, when set (tests), receives each collection's outcome.
 	done chan<- gcOutcome
@@ -44,7 +47,21 @@ func (g *ImageGC) Trigger() {
 
 // Collect runs one collection now.
 func (g *ImageGC) Collect(ctx context.Context) (GCResult, error) {
+	g.collecting.Lock()
+	defer g.collecting.Unlock()
 	return g.store.GarbageCollect(ctx, g.policy, g.inUse)
+}
+
+// CollectUnused deletes every unused image now, whatever the disk usage (images
+// pulled within the policy's MinimumAge excepted), as kubelet's eviction manager does
+// to reclaim disk before it evicts a pod. MaximumAge still applies as in Collect.
+func (g *ImageGC) CollectUnused(ctx context.Context) (GCResult, error) {
+	p := g.policy
+	// At or above 0 % usage, free until usage is under 0 %: every candidate.
+	p.HighThresholdPercent, p.LowThresholdPercent = 0, 0
+	g.collecting.Lock()
+	defer g.collecting.Unlock()
+	return g.store.GarbageCollect(ctx, p, g.inUse)
 }
 
 // Run collects every period and on Trigger until ctx ends. Failures are logged and

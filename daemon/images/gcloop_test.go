@@ -50,3 +50,31 @@ func TestImageSizeLabels(t *testing.T) {
 		}
 	}
 }
+
+// CollectUnused (node-pressure reclaim) deletes every unused image at any disk usage,
+// except those in use and those pulled within MinimumAge.
+func TestCollectUnusedDeletesEveryUnusedImage(t *testing.T) {
+	s, clk := newTestStore(t, RootFSCopy)
+	used := storeTestImage(t, s, imagetest.Busybox(t, "/bin/true"), "example.com/used:v1")
+	unused := storeTestImage(t, s, twoLayerImage(t), "example.com/unused:v1")
+	clk.Step(10 * time.Minute)
+	storeTestImage(t, s, imagetest.Busybox(t, "/bin/fresh"), "example.com/fresh:v1")
+	inUse := func() (map[string]bool, error) { return map[string]bool{used.ID: true}, nil }
+	// Thresholds no test machine's disk reaches: the periodic collection keeps all.
+	g := NewImageGC(s, GCPolicy{HighThresholdPercent: 100, LowThresholdPercent: 99, MinimumAge: 2 * time.Minute}, inUse, 0)
+	if res, err := g.Collect(context.Background()); err != nil || len(res.Deleted) != 0 {
+		t.Fatalf("Collect below the high threshold = %+v, %v; want nothing deleted", res, err)
+	}
+	res, err := g.CollectUnused(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Deleted) != 1 || res.Deleted[0] != unused.ID || res.FreedBytes <= 0 {
+		t.Fatalf("CollectUnused = %+v; want only %s deleted with bytes freed", res, unused.ID)
+	}
+	for _, ref := range []string{"example.com/used:v1", "example.com/fresh:v1"} {
+		if im, err := s.Lookup(ref); err != nil || im == nil {
+			t.Errorf("%s was deleted (%v)", ref, err)
+		}
+	}
+}

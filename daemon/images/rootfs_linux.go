@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -177,6 +178,20 @@ func (s *Store) buildRootFS(containerID string, rec *Record, containerDir string
 		return err
 	}
 	return copyRoot(containerDir, lowers)
+}
+
+// RootFSImage returns the ID of the image the container root in containerDir was
+// built from, or "" when containerDir holds none: the runtime reports it as in use, so
+// image GC keeps the layers under a container's overlay.
+func RootFSImage(containerDir string) (string, error) {
+	st, err := readRootfsState(containerDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return st.ImageID, nil
 }
 
 func readRootfsState(containerDir string) (*rootfsState, error) {

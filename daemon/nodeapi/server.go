@@ -219,10 +219,11 @@ func (s *Server) containerLogs(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	uid := ""
+	uid, containerID := "", ""
 	for _, p := range s.cfg.Pods.Pods() {
 		if p.Namespace == ns && p.Name == pod {
 			uid = string(p.UID)
+			containerID, _, _ = containerState(&p, container)
 		}
 	}
 	path, err := s.cfg.Logs.Locate(ns, pod, uid, container, q.Previous)
@@ -238,6 +239,11 @@ func (s *Server) containerLogs(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	reader := &podlogs.Reader{Clock: s.cfg.Clock, PollInterval: s.cfg.LogPollInterval, Logger: s.cfg.Logger}
+	if q.Options.Follow && uid != "" {
+		// As kubelet: following ends once the container has stopped or was replaced by
+		// a restart, after what it wrote is read.
+		reader.Stopped = func() bool { return s.containerFinished(ns, pod, uid, container, containerID) }
+	}
 	out := &flushWriter{w: w}
 	if f, ok := w.(http.Flusher); ok && q.Options.Follow {
 		out.flush = f.Flush
@@ -245,6 +251,41 @@ func (s *Server) containerLogs(w http.ResponseWriter, req *http.Request) {
 	if err := reader.Copy(req.Context(), out, path, q.Options); err != nil && req.Context().Err() == nil {
 		s.cfg.Logger.Warn("container log", "namespace", ns, "pod", pod, "container", container, "err", err)
 	}
+}
+
+// containerFinished says whether the instance of the container that was current when
+// a follow began (id, "" when the status did not show one yet) has finished: the pod is
+// gone, the container terminated, or another instance replaced it. A status that lags
+// behind a just-started container is not taken for an end.
+func (s *Server) containerFinished(namespace, name, uid, container, id string) bool {
+	for _, p := range s.cfg.Pods.Pods() {
+		if p.Namespace != namespace || p.Name != name || string(p.UID) != uid {
+			continue
+		}
+		now, state, ok := containerState(&p, container)
+		switch {
+		case !ok:
+			return false
+		case id != "" && now != "" && now != id:
+			return true
+		default:
+			return state.Terminated != nil && (id == "" || now == id)
+		}
+	}
+	return true
+}
+
+// containerState returns the status of the pod's container (init, sidecar or regular)
+// by that name: its ID and state.
+func containerState(pod *corev1.Pod, name string) (id string, state corev1.ContainerState, ok bool) {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, c := range list {
+			if c.Name == name {
+				return c.ContainerID, c.State, true
+			}
+		}
+	}
+	return "", corev1.ContainerState{}, false
 }
 
 // flushWriter flushes after every write, so a followed line reaches the client at once.

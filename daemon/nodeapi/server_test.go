@@ -93,10 +93,15 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startWithPods(t, fakePods{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("uid-1")}}})
+}
+
+func startWithPods(t *testing.T, pods PodSource) *harness {
+	t.Helper()
 	ca := newTestCA(t, "cluster-ca")
 	h := &harness{ca: ca, logDir: t.TempDir(), clock: clocktesting.NewFakeClock(now)}
 	srv, err := New(Config{
-		Pods: fakePods{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("uid-1")}}},
+		Pods: pods,
 		Logs: podlogs.Locator{Root: h.logDir},
 		Stats: fakeStats{
 			node: Usage{CPU: 1500 * time.Millisecond, WorkingSetBytes: 4096, Time: now},
@@ -280,17 +285,26 @@ func TestContainerLogsFollow(t *testing.T) {
 		n, _ := io.ReadAtLeast(resp.Body, buf, len("second\n"))
 		got <- string(buf[:n])
 	}()
+	s, ok := h.pollUntil(got)
+	if !ok {
+		t.Fatal("the appended line never arrived")
+	}
+	if s != "second\n" {
+		t.Fatalf("second read %q", s)
+	}
+	cancel()
+}
+
+// pollUntil steps the fake clock by the log poll interval whenever a follow waits on
+// it, until out delivers (ok) or 10 s of real time pass.
+func (h *harness) pollUntil(out <-chan string) (string, bool) {
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
-		case s := <-got:
-			if s != "second\n" {
-				t.Fatalf("second read %q", s)
-			}
-			cancel()
-			return
+		case s := <-out:
+			return s, true
 		case <-deadline:
-			t.Fatal("the appended line never arrived")
+			return "", false
 		default:
 			if h.clock.HasWaiters() {
 				h.clock.Step(podlogs.DefaultPollInterval)

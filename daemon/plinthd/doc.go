@@ -5,8 +5,9 @@
 // reports carrying the pressure conditions, the Service proxy (daemon/proxy, with
 // the rule syncer main hands in through Backends), and the pod runtime: node admission
 // (daemon/admission), the Supervisor of daemon/pods fed by an informer on the node's
-// pods, their status written through the API and their deletions confirmed. Cleanup is
-// plinthd --cleanup.
+// pods, their status written through the API and their deletions confirmed, and the
+// node's container and image garbage collection, which also reclaims disk for the
+// pressure manager before it evicts. Cleanup is plinthd --cleanup.
 //
 // It owns the goroutines it starts and stops them all before Run returns (pod
 // containers are not among them: they outlive plinthd, and the next one adopts them);

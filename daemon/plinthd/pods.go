@@ -33,6 +33,7 @@ import (
 	"github.com/plinth/plinth/daemon/staticpods"
 	"github.com/plinth/plinth/internal/version"
 	"github.com/plinth/plinth/kernel/cgroup"
+	"github.com/plinth/plinth/kernel/features"
 )
 
 // podRuntime runs the pods bound to this node: it waits for the node's pod CIDRs,
@@ -50,6 +51,10 @@ type podRuntime struct {
 	// supervisor is set once the runtime is built (for the pressure evictor).
 	supervisor atomic.Pointer[pods.Supervisor]
 	status     *podStatusWriter
+	// gc is set once the runtime runs its pods (for node-level reclaim); diskPressure
+	// is the last DiskPressure status the pressure manager reported.
+	gc           atomic.Pointer[podGC]
+	diskPressure atomic.Bool
 
 	// evicted holds the pods evicted under node pressure, kept out of every later
 	// Sync so they are not started again (they stay in the API as Failed).
@@ -74,7 +79,11 @@ func (r *podRuntime) Check() error {
 // run builds the runtime and drives it until ctx is done; the containers keep running
 // when it returns (pods outlive plinthd: the next one adopts them).
 func (r *podRuntime) run(ctx context.Context) {
-	sup, err := r.build(ctx)
+	sup, store, err := r.build(ctx)
+	var gc *podGC
+	if err == nil {
+		gc, err = newPodGC(r.cfg, sup, store, newGCPodStates(sup, r.isEvicted), r.registry, r.logger)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.logger.Error("the pod runtime could not start; no pods run on this node", "err", err)
@@ -86,31 +95,31 @@ func (r *podRuntime) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { r.status.run(ctx) })
-	r.syncLoop(ctx, sup)
+	r.syncLoop(ctx, sup, gc)
 	sup.Shutdown()
 }
 
-// build waits for the node's pod CIDRs and makes the Supervisor.
-func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
+// build waits for the node's pod CIDRs and makes the Supervisor over the image store.
+func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, *images.Store, error) {
 	cfg := r.cfg
 	shim, err := shimPath(cfg.Pods.ShimPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.logger.Info("waiting for the node's pod CIDRs")
 	cidrs, err := podnet.WaitForPodCIDRs(ctx, r.client, r.nodeName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	clusterCIDRs, err := proxy.ParseCIDRs(cfg.Proxy.ClusterCIDRs)
 	if err != nil {
-		return nil, fmt.Errorf("proxy.clusterCIDRs%w", err)
+		return nil, nil, fmt.Errorf("proxy.clusterCIDRs%w", err)
 	}
 	var clusterPrefixes []netip.Prefix
 	for _, c := range clusterCIDRs {
 		p, err := netip.ParsePrefix(c.String())
 		if err != nil {
-			return nil, fmt.Errorf("proxy.clusterCIDRs: %q: %w", c, err)
+			return nil, nil, fmt.Errorf("proxy.clusterCIDRs: %q: %w", c, err)
 		}
 		clusterPrefixes = append(clusterPrefixes, p)
 	}
@@ -119,33 +128,37 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
 		NetNSDir: filepath.Join(cfg.Pods.RuntimeDir, "netns"), StateDir: filepath.Join(cfg.StateDir, "podnet")},
 		r.logger.With("component", "podnet"))
 	if err != nil {
-		return nil, fmt.Errorf("pod network on %v: %w", cidrs, err)
+		return nil, nil, fmt.Errorf("pod network on %v: %w", cidrs, err)
 	}
 	r.logger.Info("pod network ready", "pod_cidrs", cidrs, "bridge", cfg.Pods.BridgeName)
 	store, err := images.Open(images.Options{Root: cfg.ImagesDir(), Logger: r.logger.With("component", "images"), Registerer: r.registry})
 	if err != nil {
-		return nil, fmt.Errorf("image store (pods.imagesDir): %w", err)
+		return nil, nil, fmt.Errorf("image store (pods.imagesDir): %w", err)
 	}
 	driver, err := runc.New(runc.Config{Runc: cfg.Pods.RuncPath, Root: filepath.Join(cfg.Pods.RuntimeDir, "runc"),
 		StateDir: cfg.CheckpointsDir(), ShimCommand: []string{shim}}, clock.RealClock{})
 	if err != nil {
-		return nil, fmt.Errorf("runc (pods.runcPath): %w", err)
+		return nil, nil, fmt.Errorf("runc (pods.runcPath): %w", err)
 	}
 	limits, err := runc.RuntimeLimits()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	host, err := cgroup.DetectHost()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	swap, err := containerSwap(cfg, features.HostSystem(), host.Mode, r.logger)
+	if err != nil {
+		return nil, nil, err
 	}
 	resolv, err := os.ReadFile(cfg.Pods.ResolvConf)
 	if err != nil {
-		return nil, fmt.Errorf("pods.resolvConf: %w", err)
+		return nil, nil, fmt.Errorf("pods.resolvConf: %w", err)
 	}
 	node, err := r.client.Nodes().Get(ctx, r.nodeName, getOptions)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", r.nodeName, err)
+		return nil, nil, fmt.Errorf("node %s: %w", r.nodeName, err)
 	}
 	var hostIPs []string
 	for _, a := range node.Status.Addresses {
@@ -155,7 +168,7 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
 	}
 	metrics, err := pods.NewMetrics(r.registry)
 	if err != nil {
-		return nil, fmt.Errorf("pod runtime metrics: %w", err)
+		return nil, nil, fmt.Errorf("pod runtime metrics: %w", err)
 	}
 	wc := &pods.WorkerConfig{
 		Runtime: driver, Images: pods.StoreImages{Store: store}, Network: pods.PodnetNetwork{Network: bridge},
@@ -164,12 +177,12 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, error) {
 		PodsDir: cfg.PodsDir(), LogsDir: cfg.PodLogsDir, SandboxDir: filepath.Join(cfg.Pods.RuntimeDir, "pods"),
 		ResolvConf: resolv, ClusterDomain: cfg.Pods.ClusterDomain, HostIPs: hostIPs,
 		NodeMemoryBytes: node.Status.Capacity.Memory().Value(), NodeMilliCPU: node.Status.Capacity.Cpu().MilliValue(),
-		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified,
+		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified, Swap: swap,
 		Prober: pods.Prober{Exec: driver, UserAgent: "kube-probe/" + version.String()},
 		Clock:  clock.RealClock{}, Logger: r.logger,
 		Report: r.status.report, PullSecrets: r.pullSecrets, Metrics: metrics,
 	}
-	return pods.NewSupervisor(wc, r.confirmDeletion), nil
+	return pods.NewSupervisor(wc, r.confirmDeletion), store, nil
 }
 
 // shimPath is pods.shimPath, else plinth-shim next to this binary, else in PATH.
@@ -193,7 +206,7 @@ func shimPath(configured string) (string, error) {
 // syncLoop feeds the Supervisor every pod bound to the node whenever one changes, and
 // removes the containers of pods deleted while plinthd was down after the first full
 // list.
-func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
+func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor, gc *podGC) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	changed := make(chan struct{}, 1)
@@ -246,6 +259,11 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 	} else if err := sup.RemoveOrphans(ctx, first); err != nil {
 		r.logger.Warn("removing containers of pods deleted while plinthd was down", "err", err)
 	}
+	// Garbage collection starts once every pod has its worker, so no pod's current
+	// container is taken for a dead one.
+	gc.states.update(first, static.read())
+	gc.run(ctx, &wg)
+	r.gc.Store(gc) // node-level reclaim too
 	r.logger.Info("running the node's pods", "pods", len(first))
 	for {
 		select {
@@ -255,13 +273,22 @@ func (r *podRuntime) syncLoop(ctx context.Context, sup *pods.Supervisor) {
 			_, all := list()
 			r.status.track(all)
 			sup.Sync(r.withoutEvicted(gate.filter(ctx, all, false)))
+			gc.states.update(all, static.read())
 		}
 	}
 }
 
-// evict stops a pod the runtime runs, for node-pressure eviction, and then fails it in
-// the API with reason Evicted and message; false when the runtime does not run it.
-func (r *podRuntime) evict(uid types.UID, message string) bool {
+// isEvicted reports whether this runtime evicted the pod under node pressure.
+func (r *podRuntime) isEvicted(uid types.UID) bool {
+	r.evictedMu.Lock()
+	defer r.evictedMu.Unlock()
+	return r.evicted[uid]
+}
+
+// evict stops a pod the runtime runs, for node-pressure eviction, giving its
+// containers grace (pressure.PodGracePeriod: the pod's own), and then fails it in the
+// API with reason Evicted and message; false when the runtime does not run it.
+func (r *podRuntime) evict(uid types.UID, message string, grace time.Duration) bool {
 	sup := r.supervisor.Load()
 	if sup == nil {
 		return false
@@ -269,7 +296,7 @@ func (r *podRuntime) evict(uid types.UID, message string) bool {
 	r.evictedMu.Lock()
 	r.evicted[uid] = true
 	r.evictedMu.Unlock()
-	ok := sup.Evict(uid, func(pod *corev1.Pod, last corev1.PodStatus) {
+	ok := sup.Evict(uid, grace, func(pod *corev1.Pod, last corev1.PodStatus) {
 		last.Phase = corev1.PodFailed
 		last.Reason, last.Message = evictedReason, message
 		r.status.report(pod, last)
@@ -281,6 +308,17 @@ func (r *podRuntime) evict(uid types.UID, message string) bool {
 		r.evictedMu.Unlock()
 	}
 	return ok
+}
+
+// runningPods are the pods the runtime runs and is not stopping, and that have not
+// finished: kubelet's active pods, what node-pressure eviction may choose from (none
+// before the runtime is built).
+func (r *podRuntime) runningPods() []*corev1.Pod {
+	sup := r.supervisor.Load()
+	if sup == nil {
+		return nil
+	}
+	return r.status.unfinished(sup.Pods())
 }
 
 // evictedReason is the reason of a pod evicted under node pressure, as kubelet's.

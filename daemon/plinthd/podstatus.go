@@ -108,6 +108,22 @@ func (w *podStatusWriter) Pods() []corev1.Pod {
 	return out
 }
 
+// unfinished leaves out of pods those whose last reported phase is Succeeded or
+// Failed: a worker stays with a pod whose containers have all ended, and such a pod
+// holds nothing to reclaim (evicting it would turn a Succeeded pod Failed).
+func (w *podStatusWriter) unfinished(pods []*corev1.Pod) []*corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := pods[:0:0]
+	for _, p := range pods {
+		if l, ok := w.latest[p.UID]; ok && (l.Status.Phase == corev1.PodSucceeded || l.Status.Phase == corev1.PodFailed) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // report is the pod workers' Report: it queues the status.
 func (w *podStatusWriter) report(pod *corev1.Pod, st corev1.PodStatus) {
 	w.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"github.com/plinth/plinth/daemon/node"
 	"github.com/plinth/plinth/daemon/pressure"
 	"github.com/plinth/plinth/daemon/pressuresignals"
+	"github.com/plinth/plinth/kernel/cgroup"
 	"github.com/plinth/plinth/kernel/sysinfo"
 )
 
@@ -63,8 +64,16 @@ func newPressure(cfg config.Config, nodeName string, client nodeclient.Interface
 	if client != nil {
 		events := pressuresignals.APIEvents{Client: client}
 		opts.Events = events
-		pods := pressuresignals.NewAPIPods(client, nodeName, events, nil, logger)
-		deps.Pods, deps.Evictor = pods, podEvictor{api: pods, rt: podsRT}
+		api := pressuresignals.NewAPIPods(client, nodeName, events, nil, logger)
+		deps.Pods, deps.Evictor = api, podEvictor{api: api, rt: podsRT}
+		if podsRT != nil {
+			deps.Pods = runtimePodLister(cfg, podsRT, logger)
+		}
+	}
+	if podsRT != nil {
+		// Node-level garbage collection before any eviction for disk, and as soon as
+		// DiskPressure rises.
+		deps.Reclaimer, deps.ConditionsChanged = podsRT, podsRT.conditionsChanged
 	}
 	signals, err := pressuresignals.Open(opts)
 	if err != nil {
@@ -108,6 +117,18 @@ func (p *pressureSubsystem) alive() error {
 		return fmt.Errorf("last pressure evaluation %s ago (want one every %s)", age.Round(time.Second), p.interval)
 	}
 	return nil
+}
+
+// runtimePodLister lists the pods the runtime runs with their pod cgroups' usage; on
+// a host whose cgroups cannot be read they rank without usage (said once, here).
+func runtimePodLister(cfg config.Config, rt *podRuntime, logger *slog.Logger) pressuresignals.RuntimePods {
+	l := pressuresignals.RuntimePods{Running: rt.runningPods, Parent: cfg.Pods.CgroupParent, Logger: logger}
+	if host, err := cgroup.DetectHost(); err == nil {
+		l.Cgroups = &host
+	} else {
+		logger.Warn("pod usage for eviction ranking unavailable; pods rank by requests and priority", "err", err)
+	}
+	return l
 }
 
 // allocatableMemory is the node's memory minus systemReserved and kubeReserved

@@ -12,6 +12,7 @@ import (
 	"github.com/plinth/plinth/controlclient/nodeclient"
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/podnet"
+	"github.com/plinth/plinth/daemon/preflight"
 	"github.com/plinth/plinth/daemon/proxy"
 	"github.com/plinth/plinth/kernel/conntrack"
 )
@@ -28,6 +29,9 @@ type Backends struct {
 	// NewProxyRules builds the Service proxy's rule syncer. Nil means this build has
 	// none: the proxy does not start (said in the log) and --cleanup has nothing to do.
 	NewProxyRules func(logger *slog.Logger) (ProxyRules, error)
+	// Preflight checks the host before plinthd changes anything; nil checks the
+	// running system (daemon/preflight). plinthd refuses to start on a FAIL.
+	Preflight func(ctx context.Context, needs preflight.Needs) preflight.Report
 }
 
 // serviceProxy is the running Service proxy and what it holds open.
@@ -93,14 +97,18 @@ func newServiceProxy(cfg config.Config, backends Backends, client nodeclient.Int
 func (s *serviceProxy) close() { s.conntrack.Close() }
 
 // Cleanup removes the kernel state plinthd owns by name and would otherwise leave
-// behind: the pod network's bridge and masquerade table, then the Service proxy's
+// behind: the pod network's bridge and masquerade table, the pod cgroups under
+// cfg's pods.cgroupParent (those that hold no process), then the Service proxy's
 // nftables tables. Each part is tried even when an earlier one failed.
-func Cleanup(ctx context.Context, backends Backends, logger *slog.Logger) error {
+func Cleanup(ctx context.Context, cfg config.Config, backends Backends, logger *slog.Logger) error {
 	var errs []error
 	if err := podnet.Cleanup(ctx, podnet.CleanupConfig{}); err != nil {
 		errs = append(errs, fmt.Errorf("--cleanup: removing the pod network: %w", err))
 	} else {
 		logger.Info("removed the pod network's bridge and masquerade table")
+	}
+	if err := cleanupPodCgroups(cfg.Pods.CgroupParent, logger); err != nil {
+		errs = append(errs, fmt.Errorf("--cleanup: removing the pod cgroups (pods.cgroupParent): %w", err))
 	}
 	if backends.NewProxyRules == nil {
 		errs = append(errs, errors.New("--cleanup: this plinthd has no Service proxy rule syncer, so there is nothing it could have programmed"))

@@ -3,7 +3,9 @@ package plinthd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -28,14 +30,17 @@ func TestCleanupCallsTheRuleSyncer(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	rules := &fakeRules{}
 	backends := Backends{NewProxyRules: func(*slog.Logger) (ProxyRules, error) { return rules, nil }}
-	if err := Cleanup(context.Background(), backends, logger); err != nil || rules.cleanups != 1 {
+	cfg := config.Defaults()
+	// A parent no pod ever used: the pod cgroup part finds nothing to remove.
+	cfg.Pods.CgroupParent = fmt.Sprintf("/plinth-test-cleanup-%d", os.Getpid())
+	if err := Cleanup(context.Background(), cfg, backends, logger); err != nil || rules.cleanups != 1 {
 		t.Fatalf("Cleanup = %v after %d cleanups, want nil after 1", err, rules.cleanups)
 	}
 	rules.cleanupErr = errors.New("netlink: operation not permitted")
-	if err := Cleanup(context.Background(), backends, logger); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
+	if err := Cleanup(context.Background(), cfg, backends, logger); err == nil || !strings.Contains(err.Error(), "operation not permitted") {
 		t.Fatalf("Cleanup = %v, want the syncer's error", err)
 	}
-	if err := Cleanup(context.Background(), Backends{}, logger); err == nil {
+	if err := Cleanup(context.Background(), cfg, Backends{}, logger); err == nil {
 		t.Fatal("Cleanup without a rule syncer reported success")
 	}
 }

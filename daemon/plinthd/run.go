@@ -31,6 +31,11 @@ import (
 // protocol (a no-op without NOTIFY_SOCKET). configFiles are the files cfg came from,
 // for the log. backends are the parts main chose (the Service proxy's rule syncer).
 func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier watchdog.Notifier, backends Backends, logger *slog.Logger) (err error) {
+	// Before anything is created (the lock file, the state directory): a host that
+	// cannot run plinthd as configured is left as it was.
+	if err := checkHost(ctx, cfg, backends, logger.With("component", "preflight")); err != nil {
+		return err
+	}
 	lock, err := nodelock.Acquire(cfg.LockFile)
 	if err != nil {
 		return err

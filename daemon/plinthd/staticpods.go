@@ -33,6 +33,16 @@ func (s *staticPodSet) current() []*corev1.Pod {
 	return s.pods
 }
 
+// read reports whether the Source has handed over its first read.
+func (s *staticPodSet) read() bool {
+	select {
+	case <-s.first:
+		return true
+	default:
+		return false
+	}
+}
+
 // staticFirstReadTimeout bounds the wait for the Source's first read.
 const staticFirstReadTimeout = 30 * time.Second
 

@@ -430,3 +430,55 @@ func benchmarkPod(b *testing.B, timeSetup bool) {
 		}
 	}
 }
+
+// A pod reaches itself through a Service address DNATed to it and masqueraded, as the
+// Service proxy's rules do for hairpin connections (a table of the test's here). Where
+// bridge netfilter is on, the DNATed connection is bridged back out of the port it
+// came in by, which only the port's hairpin mode allows: without it the connection
+// fails, the control that this test is not passing for some other reason.
+func TestPodReachesItselfThroughAServiceAddress(t *testing.T) {
+	kerneltest.Require(t, kerneltest.NFTBinary)
+	n := newKernelNode(t, "10.244.12.0/24")
+	pod := n.setup("pod-a")
+	self := pod.IPs[0].String()
+	listen(t, pod.NetNSPath, "0.0.0.0:8080", "pod-a")
+	rules := fmt.Sprintf(`table ip hairpin-test {
+	chain prerouting {
+		type nat hook prerouting priority dstnat; policy accept;
+		ip daddr 10.96.0.10 tcp dport 80 dnat to %[1]s:8080
+	}
+	chain postrouting {
+		type nat hook postrouting priority srcnat; policy accept;
+		ip saddr %[1]s ip daddr %[1]s masquerade
+	}
+}
+`, self)
+	path := filepath.Join(t.TempDir(), "hairpin.nft")
+	if err := os.WriteFile(path, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.ns.Run(t, "nft", "-f", path)
+	gateway := Gateway(n.cfg.PodCIDRs[0]).String()
+	got, err := dial(t, pod.NetNSPath, "10.96.0.10:80")
+	if err != nil {
+		t.Fatalf("pod-a to itself through 10.96.0.10:80: %v", err)
+	}
+	if want := "pod-a from " + gateway; got != want {
+		t.Errorf("pod-a to itself through 10.96.0.10:80: %q, want %q (masqueraded to the gateway)", got, want)
+	}
+
+	if out, err := execIn(n.ns.Path, "sysctl", "-n", "net.bridge.bridge-nf-call-iptables"); err != nil || strings.TrimSpace(out) != "1" {
+		t.Logf("no bridge netfilter here (%q, %v): the connection is routed, hairpin mode is not what carries it", out, err)
+		return
+	}
+	n.ns.Run(t, "bridge", "link", "set", "dev", hostInterfaceName("pod-a"), "hairpin", "off")
+	var c net.Conn
+	err = inNetNS(t, pod.NetNSPath, func() (err error) {
+		c, err = net.DialTimeout("tcp", "10.96.0.10:80", time.Second)
+		return err
+	})
+	if err == nil {
+		c.Close()
+		t.Error("pod-a reached itself through 10.96.0.10:80 with its port's hairpin mode off")
+	}
+}

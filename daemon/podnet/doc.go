@@ -10,7 +10,10 @@
 // Pods get single-address prefixes (/32, /128) with an on-link route to the gateway,
 // so all their traffic, also to a pod on the same bridge, is routed by the node and
 // passes its netfilter hooks: Service DNAT and the reverse translation of the reply
-// work without bridge netfilter (set to 1 where the kernel has it anyway). Forwarding
+// work without bridge netfilter (set to 1 where the kernel has it anyway). Where bridge
+// netfilter is on, a connection DNATed to a pod on the bridge is bridged to it, so a
+// pod reaching itself through a Service (hairpin, masqueraded by the proxy) goes back
+// out of the port it came in by: every pod's port is in hairpin mode for that. Forwarding
 // is turned on (net.ipv4.ip_forward; net.ipv6.conf.all.forwarding with an IPv6 pod
 // CIDR, which also stops the node's interfaces from accepting router advertisements).
 // Pod traffic to anything outside the cluster CIDRs is masqueraded by the table inet

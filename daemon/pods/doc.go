@@ -15,6 +15,12 @@
 // (daemon/pods/podcgroup); bundles come from daemon/pods/bundle and sandboxes from
 // daemon/pods/sandbox.
 //
+// Garbage is the Supervisor's side of container garbage collection (daemon/containergc):
+// it lists the dead container runs (runc state, bundles, CRI log files), sandboxes and
+// pod log directories, and removes them only while no worker owns their pod, keeping
+// each worker's current run.
+//
 // It owns, through those, each pod's directory under PodsDir (bundles, emptyDir
-// volumes, termination-log files); the CRI logs under LogsDir are the shims'.
+// volumes, termination-log files); the CRI logs under LogsDir are the shims', removed
+// by Garbage once collection says so.
 package pods

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/plinth/plinth/daemon/pods/bundle"
+	"github.com/plinth/plinth/internal/podqos"
 )
 
 // ContainerIDPrefix is the runtime part of containerID in container statuses
@@ -21,7 +21,7 @@ const ContainerIDPrefix = "plinth://"
 // condition does not change.
 func ComputeStatus(pod *corev1.Pod, st *PodState, prev *corev1.PodStatus, now time.Time) corev1.PodStatus {
 	var s corev1.PodStatus
-	s.QOSClass = bundle.QOSClass(pod)
+	s.QOSClass = podqos.Class(pod)
 	if len(st.PodIPs) > 0 {
 		s.PodIP = st.PodIPs[0]
 		for _, ip := range st.PodIPs {

@@ -157,13 +157,14 @@ func (s *Supervisor) terminateUnstarted(p *corev1.Pod) {
 	s.terminate(p.UID, sv, p)
 }
 
-// Evict stops a running pod's containers with its grace period for node-pressure
-// eviction and removes what the pod held on the node; the pod stays in the API (the
+// Evict stops a running pod's containers for node-pressure eviction, with grace
+// between the stop signal and SIGKILL (a negative grace means the pod's own grace
+// period), and removes what the pod held on the node; the pod stays in the API (the
 // caller marks it Failed, reason Evicted). done, when not nil, gets the pod's last
 // status once its containers are gone. Evict reports whether the pod had a worker that
 // was not terminating already. The caller must keep the pod out of later Syncs, or it
 // would be started again.
-func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
+func (s *Supervisor) Evict(uid types.UID, grace time.Duration, done func(pod *corev1.Pod, last corev1.PodStatus)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sv, ok := s.workers[uid]
@@ -176,7 +177,10 @@ func (s *Supervisor) Evict(uid types.UID, done func(pod *corev1.Pod, last corev1
 		defer s.wg.Done()
 		sv.cancel()
 		<-sv.done
-		if err := sv.w.Terminate(context.Background()); err != nil {
+		if grace < 0 {
+			grace = GracePeriod(sv.w.pod)
+		}
+		if err := sv.w.terminate(context.Background(), grace); err != nil {
 			s.cfg.Logger.Error("evict pod", "uid", uid, "err", err)
 		}
 		s.mu.Lock()
@@ -199,6 +203,22 @@ func (s *Supervisor) Running(uid types.UID) bool {
 	defer s.mu.Unlock()
 	_, ok := s.workers[uid]
 	return ok
+}
+
+// Pods returns the pods that have a worker not being stopped (deleted or evicted):
+// kubelet's active pods, the ones node-pressure eviction may choose from. Pods bound
+// to the node that no worker runs yet are not among them.
+func (s *Supervisor) Pods() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(s.workers))
+	for _, sv := range s.workers {
+		if !sv.terminating {
+			// A worker's pod changes only once it is terminating (see terminate).
+			out = append(out, sv.w.pod.DeepCopy())
+		}
+	}
+	return out
 }
 
 // Shutdown stops every worker without stopping its containers (plinthd is exiting;

@@ -39,6 +39,9 @@ type ContainerRuntime interface {
 	// starts with a prefix (a pod's, as startContainer names them).
 	List() ([]runc.Checkpoint, error)
 	ListWithIDPrefix(prefix string) ([]runc.Checkpoint, error)
+	// Exited reports whether a container has ended (container garbage collection
+	// removes only those).
+	Exited(id string) (bool, error)
 	Execer
 }
 
@@ -69,10 +72,12 @@ type WorkerConfig struct {
 	// Node capacity and limits for bundles.
 	NodeMemoryBytes, NodeMilliCPU, PodPidsLimit int64
 	Limits                                      runc.Limits
-	CgroupNamespace                             bool
-	Prober                                      Prober
-	Clock                                       clock.Clock
-	Logger                                      *slog.Logger
+	// Swap limits the containers' swap (memorySwap.swapBehavior).
+	Swap            bundle.Swap
+	CgroupNamespace bool
+	Prober          Prober
+	Clock           clock.Clock
+	Logger          *slog.Logger
 	// PullSecrets returns the pod's imagePullSecrets from the API (nil: none).
 	PullSecrets func(pod *corev1.Pod) []corev1.Secret
 	// Report receives the pod's status whenever it changes.
@@ -526,7 +531,7 @@ func (w *PodWorker) buildSpec(c *corev1.Container, id, dir, rootfs string, img I
 		Pod: w.pod, Container: c, ContainerID: id, Image: img.Config, Users: users, RootfsPath: rootfs,
 		Sandbox: w.sandbox, Volumes: vols, TerminationLogPath: term,
 		CgroupParent: cg, CgroupNamespace: w.cfg.CgroupNamespace,
-		NodeMemoryBytes: w.cfg.NodeMemoryBytes, NodeMilliCPU: w.cfg.NodeMilliCPU,
+		NodeMemoryBytes: w.cfg.NodeMemoryBytes, NodeMilliCPU: w.cfg.NodeMilliCPU, Swap: w.cfg.Swap,
 		MaxNOFILE: w.cfg.Limits.MaxNOFILE, MinOOMScoreAdj: w.cfg.Limits.MinOOMScoreAdj, PodIP: podIP, HostIP: hostIP,
 	})
 }
@@ -718,9 +723,12 @@ func GracePeriod(pod *corev1.Pod) time.Duration {
 // Terminate stops the pod's running containers in parallel with its grace period,
 // then removes them, the sandbox, the network, the cgroup and the pod's directory.
 // Call it after Run returned.
-func (w *PodWorker) Terminate(ctx context.Context) error {
+func (w *PodWorker) Terminate(ctx context.Context) error { return w.terminate(ctx, GracePeriod(w.pod)) }
+
+// terminate is Terminate with grace instead of the pod's own grace period (for
+// node-pressure eviction).
+func (w *PodWorker) terminate(ctx context.Context, grace time.Duration) error {
 	w.st.Terminating = true
-	grace := GracePeriod(w.pod)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error

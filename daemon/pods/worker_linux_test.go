@@ -440,19 +440,28 @@ func TestSupervisorEvictsWithoutConfirmingDeletion(t *testing.T) {
 	gone := make(chan types.UID, 1)
 	s := NewSupervisor(e.cfg, func(uid types.UID) { gone <- uid })
 	t.Cleanup(s.Shutdown)
-	grace := int64(1)
+	// The pod's own grace period is long and its container ignores SIGTERM: only the
+	// eviction's grace period (1 s, as for a hard threshold) lets it go in time.
+	grace := int64(60)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "evictme", Namespace: "ns", UID: types.UID("77777777-2222-3333-4444-555555555555")},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "1000"}}}}}
+			Containers: []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sh", "-c", "trap '' TERM; while true; do sleep 1; done"}}}}}
 	s.Sync([]*corev1.Pod{pod})
 	e.until(t, 0, "Running", func(st corev1.PodStatus) bool {
 		return len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].State.Running != nil
 	})
+	if got := s.Pods(); len(got) != 1 || got[0].UID != pod.UID {
+		t.Fatalf("Pods() of a supervisor running one pod = %v", got)
+	}
 	evicted := make(chan corev1.PodStatus, 1)
-	if !s.Evict(pod.UID, func(p *corev1.Pod, last corev1.PodStatus) { evicted <- last }) {
+	began := time.Now()
+	if !s.Evict(pod.UID, time.Second, func(p *corev1.Pod, last corev1.PodStatus) { evicted <- last }) {
 		t.Fatal("Evict of a running pod returned false")
 	}
-	if s.Evict(pod.UID, nil) {
+	if got := s.Pods(); len(got) != 0 {
+		t.Errorf("Pods() lists %d pods while the only one is being evicted; want none (it may not be chosen again)", len(got))
+	}
+	if s.Evict(pod.UID, time.Second, nil) {
 		t.Error("a second Evict while the first is under way returned true")
 	}
 	select {
@@ -461,8 +470,9 @@ func TestSupervisorEvictsWithoutConfirmingDeletion(t *testing.T) {
 			t.Errorf("last status after eviction: %+v", last)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the evicted pod's containers were not gone after 20s")
+		t.Fatal("the evicted pod's containers were not gone after 20s (the pod's own grace period is 60s; the eviction's 1s)")
 	}
+	t.Logf("evicted with a 1s grace period in %s", time.Since(began).Round(time.Millisecond))
 	if s.Running(pod.UID) {
 		t.Error("the evicted pod still has a worker")
 	}

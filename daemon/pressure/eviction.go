@@ -22,8 +22,10 @@ type PodLister interface {
 type Evictor interface {
 	// Evict asks for pod to be stopped and marked evicted, message saying why (in
 	// kubelet's words: the resource, the threshold, what was available and what the
-	// pod used). It returns once the request is made, not when the pod has gone.
-	Evict(ctx context.Context, pod Pod, message string) error
+	// pod used), its containers getting grace between the stop signal and SIGKILL
+	// (HardEvictionGracePeriod, or PodGracePeriod for the pod's own). It returns once
+	// the request is made, not when the pod has gone.
+	Evict(ctx context.Context, pod Pod, message string, grace time.Duration) error
 	// Gone reports whether an evicted pod has stopped and released what it used.
 	Gone(pod Pod) bool
 }
@@ -35,6 +37,24 @@ type Evictor interface {
 // observation.
 type NodeReclaimer interface {
 	Reclaim(ctx context.Context, signal Signal) (freed int64, err error)
+}
+
+// Grace periods of evicted pods. For a hard threshold kubelet ignores the pod's
+// terminationGracePeriodSeconds and stops it at once (its
+// immediateEvictionGracePeriodSeconds, 1 s). For a soft threshold kubelet uses
+// evictionMaxPodGracePeriod, which plinthd does not have: the pod gets its own grace
+// period.
+const (
+	HardEvictionGracePeriod = time.Second
+	PodGracePeriod          = time.Duration(-1)
+)
+
+// evictionGracePeriod is the grace period of a pod evicted for threshold t.
+func evictionGracePeriod(t Threshold) time.Duration {
+	if t.Soft() {
+		return PodGracePeriod
+	}
+	return HardEvictionGracePeriod
 }
 
 // DefaultPodGoneTimeout is how long eviction waits for an evicted pod to go before it
@@ -140,7 +160,7 @@ func (w *evictionWorker) step(ctx context.Context, ev evaluation) {
 	}
 	victim := candidates[0]
 	msg := evictionMessage(r, victim)
-	if err := w.evictor.Evict(ctx, victim, msg); err != nil {
+	if err := w.evictor.Evict(ctx, victim, msg, evictionGracePeriod(r.Threshold)); err != nil {
 		w.logger.Warn("evicting pod failed; trying again on the next evaluation", "pod", victim.String(), "err", err)
 		return
 	}

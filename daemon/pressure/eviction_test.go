@@ -79,6 +79,9 @@ func TestEvictionOneAtATime(t *testing.T) {
 	if msg := pods.messages[0]; msg != "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. Pod was using 500Mi, request is 100Mi." {
 		t.Errorf("eviction message %q", msg)
 	}
+	if pods.graces[0] != HardEvictionGracePeriod {
+		t.Errorf("a pod evicted for a hard threshold gets %s to stop, want %s", pods.graces[0], HardEvictionGracePeriod)
+	}
 	h.step(crossed)
 	h.clk.Step(20 * time.Second)
 	h.step(crossed)
@@ -195,6 +198,9 @@ func TestEvictionWaitsForSoftGrace(t *testing.T) {
 	h.clk.Step(time.Second)
 	h.step(memoryObs(500 * mi))
 	h.wantEvicted("after the grace period", "a")
+	if g := h.pods.graces[0]; g != PodGracePeriod {
+		t.Errorf("a pod evicted for a soft threshold gets %s to stop, want its own grace period", g)
+	}
 }
 
 func TestEvictionOrderAcrossSignals(t *testing.T) {

@@ -63,6 +63,7 @@ type fakePods struct {
 	// evicted records every Evict call in order, with the message.
 	evicted  []string
 	messages []string
+	graces   []time.Duration
 	evictErr error
 }
 
@@ -80,7 +81,7 @@ func (f *fakePods) List(ctx context.Context) ([]Pod, error) {
 	return out, nil
 }
 
-func (f *fakePods) Evict(ctx context.Context, pod Pod, message string) error {
+func (f *fakePods) Evict(ctx context.Context, pod Pod, message string, grace time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.evictErr != nil {
@@ -88,6 +89,7 @@ func (f *fakePods) Evict(ctx context.Context, pod Pod, message string) error {
 	}
 	f.evicted = append(f.evicted, pod.Name)
 	f.messages = append(f.messages, message)
+	f.graces = append(f.graces, grace)
 	return nil
 }
 

@@ -85,6 +85,10 @@ type Deps struct {
 	Evictor Evictor
 	// Reclaimer frees disk at node level before evicting for disk; may be nil.
 	Reclaimer NodeReclaimer
+	// ConditionsChanged, when set, is called from Run with the conditions whenever
+	// the status of one changed (DiskPressure rising starts garbage collection at
+	// once, before any threshold is actionable). It must not block.
+	ConditionsChanged func([]corev1.NodeCondition)
 	// Clock is the time source; nil means the real clock.
 	Clock clock.Clock
 	// Registerer takes the metrics; nil registers nothing.
@@ -110,6 +114,7 @@ type Manager struct {
 	startedSeq atomic.Uint64 // number of the newest evaluation that began observing
 	changed    chan struct{}
 	internal   chan Trigger // the eviction worker's requests for a fresh evaluation
+	onChange   func([]corev1.NodeCondition)
 
 	mu         sync.Mutex
 	latest     evaluation
@@ -150,6 +155,7 @@ func NewManager(cfg Config, deps Deps) (*Manager, error) {
 		changed:    make(chan struct{}, 1),
 		internal:   make(chan Trigger, 1),
 		conditions: initialConditions(),
+		onChange:   deps.ConditionsChanged,
 	}
 	if deps.Pods != nil && deps.Evictor != nil {
 		m.worker = &evictionWorker{
@@ -289,11 +295,16 @@ func (m *Manager) publish(ev evaluation) {
 	m.latest, m.conditions = ev, ev.conditions
 	m.mu.Unlock()
 
+	statusChanged := false
 	for i, c := range ev.conditions {
 		if i >= len(prev) || prev[i].Status != c.Status {
+			statusChanged = true
 			m.logger.Info("node condition changed", "type", c.Type, "status", c.Status, "reason", c.Reason,
 				"message", c.Message, "trigger", ev.trigger)
 		}
+	}
+	if statusChanged && m.onChange != nil {
+		m.onChange(slices.Clone(ev.conditions))
 	}
 	if ev.shape != prevShape {
 		select {

@@ -337,3 +337,37 @@ func TestNewManagerRefuses(t *testing.T) {
 		t.Error("a second manager registered the same metrics")
 	}
 }
+
+// ConditionsChanged hears each change of a condition's status, with the conditions
+// after it, and nothing while they hold.
+func TestConditionsChangedHook(t *testing.T) {
+	heard := make(chan []corev1.NodeCondition, 8)
+	h := startManager(t, memoryObs(2*gi), Deps{ConditionsChanged: func(c []corev1.NodeCondition) { heard <- c }})
+	select {
+	case c := <-heard:
+		t.Fatalf("hook called without a change: %v", c)
+	default:
+	}
+	h.src.set(memoryObs(50*mi), nil)
+	h.clk.Step(time.Second)
+	h.waitIdle(t, 2)
+	select {
+	case c := <-heard:
+		var mem corev1.ConditionStatus
+		for _, x := range c {
+			if x.Type == corev1.NodeMemoryPressure {
+				mem = x.Status
+			}
+		}
+		if mem != corev1.ConditionTrue {
+			t.Errorf("hook got %v, want MemoryPressure True", c)
+		}
+	default:
+		t.Fatal("hook not called when MemoryPressure rose")
+	}
+	h.clk.Step(time.Second)
+	h.waitIdle(t, 3)
+	if len(heard) != 0 {
+		t.Errorf("hook called %d times while the conditions held", len(heard))
+	}
+}

@@ -102,13 +102,18 @@ func (p *APIPods) List(ctx context.Context) ([]pressure.Pod, error) {
 }
 
 // Evict implements pressure.Evictor: an Eviction for exactly this pod (a UID
-// precondition, so a new pod of the same name is not hit), and an Evicted Event with
-// message on the pod.
-func (p *APIPods) Evict(ctx context.Context, pod pressure.Pod, message string) error {
+// precondition, so a new pod of the same name is not hit) deleting it with grace
+// (whole seconds, rounded up) unless that is pressure.PodGracePeriod, and an Evicted
+// Event with message on the pod.
+func (p *APIPods) Evict(ctx context.Context, pod pressure.Pod, message string, grace time.Duration) error {
 	uid := pod.UID
 	ev := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	}
+	if grace >= 0 {
+		seconds := int64((grace + time.Second - 1) / time.Second)
+		ev.DeleteOptions.GracePeriodSeconds = &seconds
 	}
 	if err := p.client.Evictions(pod.Namespace).Evict(ctx, ev); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -100,12 +100,15 @@ func TestAPIPodsEvictAndGone(t *testing.T) {
 	if p.Gone(victim) {
 		t.Fatal("Gone before eviction")
 	}
-	if err := p.Evict(context.Background(), victim, "The node was low on resource: memory."); err != nil {
+	if err := p.Evict(context.Background(), victim, "The node was low on resource: memory.", pressure.HardEvictionGracePeriod); err != nil {
 		t.Fatal(err)
 	}
 	if eviction == nil || eviction.Name != "web" || eviction.DeleteOptions == nil ||
 		eviction.DeleteOptions.Preconditions == nil || *eviction.DeleteOptions.Preconditions.UID != "u1" {
 		t.Fatalf("eviction sent = %+v, want web with a UID precondition u1", eviction)
+	}
+	if g := eviction.DeleteOptions.GracePeriodSeconds; g == nil || *g != 1 {
+		t.Errorf("eviction grace period %v, want 1 s for a hard threshold", g)
 	}
 	ev := sink.wait(t)
 	if ev.Reason != ReasonEvicted || ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.Name != "web" ||
@@ -127,7 +130,7 @@ func TestAPIPodsEvictAndGone(t *testing.T) {
 		t.Error("Gone true for the pod that is there")
 	}
 	// Evicting a pod that is gone already is not an error.
-	if err := p.Evict(context.Background(), pressure.Pod{Namespace: "team", Name: "absent", UID: "u9"}, "m"); err != nil {
+	if err := p.Evict(context.Background(), pressure.Pod{Namespace: "team", Name: "absent", UID: "u9"}, "m", pressure.PodGracePeriod); err != nil {
 		t.Errorf("Evict of a gone pod = %v, want nil", err)
 	}
 }
@@ -137,7 +140,7 @@ func TestAPIPodsEvictFailureIsReturned(t *testing.T) {
 	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/eviction"}, "web", nil)
 	})
-	err := NewAPIPods(nodeclienttest.FromClientset(client), "node-a", nil, nil, discardLogger()).Evict(context.Background(), pressure.Pod{Namespace: "team", Name: "web", UID: "u1"}, "m")
+	err := NewAPIPods(nodeclienttest.FromClientset(client), "node-a", nil, nil, discardLogger()).Evict(context.Background(), pressure.Pod{Namespace: "team", Name: "web", UID: "u1"}, "m", pressure.PodGracePeriod)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "team/web") {
 		t.Fatalf("Evict refused by the server = %v, want the Forbidden error naming the pod", err)
 	}

@@ -13,12 +13,13 @@
 //
 // It also reports what those sources see beyond pressure: a Kubernetes Event on the
 // Node for every OOM kill (reason SystemOOM, like kubelet), plinth_oom_kills_total,
-// plinth_direct_reclaim_seconds_total and plinth_node_psi_*_seconds_total; and it
-// offers, until plinthd runs pods itself, a pressure.PodLister and pressure.Evictor
-// over the API (the pods bound to this node, and the eviction subresource).
+// plinth_direct_reclaim_seconds_total and plinth_node_psi_*_seconds_total. It offers
+// two pressure.PodListers: RuntimePods, the pods plinthd's runtime runs with their pod
+// cgroups' usage, and for a plinthd that runs no pods, APIPods over the API (the pods
+// bound to this node), which is also a pressure.Evictor (the eviction subresource).
 //
 // It owns the PSI trigger file descriptors and BPF objects it opens and the
 // goroutines it starts, all released by Signals.Close. It reads /proc, /sys/fs/cgroup
-// and the filesystems it is pointed at; it writes only PSI trigger specifications into
+// (the pods cgroup and the pod cgroups under it too) and the filesystems it is pointed at; it writes only PSI trigger specifications into
 // pressure files, and through the API only Events and Evictions.
 package pressuresignals

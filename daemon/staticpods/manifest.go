@@ -19,6 +19,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/plinth/plinth/internal/poddefaults"
 	"github.com/plinth/plinth/internal/podrefs"
 )
 
@@ -214,6 +215,11 @@ func applyDefaults(pod *corev1.Pod, file, node string) error {
 		pod.Namespace = metav1.NamespaceDefault
 	}
 	pod.Spec.NodeName = node
+	// The spec defaults the API would fill, as kubelet fills them for its manifests:
+	// without them a limit alone would request nothing (and the pod be Burstable
+	// instead of Guaranteed), and a pod naming no restart policy would have none. They
+	// come after the hash, which stays that of the manifest as written.
+	poddefaults.Apply(&pod.Spec)
 	// A static pod stays on its node whatever taints the node gets: the node runs it
 	// from a file, so the taint eviction that NoExecute asks for has nothing to move.
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})

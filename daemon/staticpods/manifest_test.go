@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/plinth/plinth/daemon/pressure"
+	"github.com/plinth/plinth/internal/podqos"
 )
 
 const etcdYAML = `apiVersion: v1
@@ -150,6 +151,25 @@ func TestApplyDefaults(t *testing.T) {
 	web := decodeDefaulted(t, "/m/web.json", "node-a", webJSON)
 	if web.Namespace != "default" || web.Spec.Priority != nil {
 		t.Errorf("namespace %q priority %v, want default and none", web.Namespace, web.Spec.Priority)
+	}
+}
+
+// TestStaticPodsGetTheAPIDefaults: kubelet defaults a manifest as the API would a pod,
+// so a limit alone also requests it (the pod is Guaranteed, and node admission counts
+// the request) and an unnamed restart policy is Always.
+func TestStaticPodsGetTheAPIDefaults(t *testing.T) {
+	const manifest = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"g"},"spec":{"containers":[
+	{"name":"app","image":"busybox:1.36","resources":{"limits":{"cpu":"100m","memory":"64Mi"}}}]}}`
+	pod := decodeDefaulted(t, "/m/g.json", "node-a", manifest)
+	c := pod.Spec.Containers[0]
+	if req := c.Resources.Requests[corev1.ResourceMemory]; req.String() != "64Mi" {
+		t.Errorf("memory request %q, want the limit 64Mi", req.String())
+	}
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyAlways || c.ImagePullPolicy != corev1.PullIfNotPresent || *pod.Spec.TerminationGracePeriodSeconds != 30 {
+		t.Errorf("restart policy %q, pull policy %q, grace %d: want the API's defaults", pod.Spec.RestartPolicy, c.ImagePullPolicy, *pod.Spec.TerminationGracePeriodSeconds)
+	}
+	if got := podqos.Class(pod); got != corev1.PodQOSGuaranteed {
+		t.Errorf("QoS class %s, want Guaranteed", got)
 	}
 }
 

@@ -9,33 +9,22 @@ import (
 	"strings"
 	"sync/atomic"
 
-	gnft "github.com/google/nftables"
+	"github.com/plinth/plinth/kernel/features"
 )
 
 var probeSeq atomic.Int64
 
 var (
-	// NFTables needs nf_tables reachable over netlink (listing tables, read only).
-	NFTables = Feature{Name: "nftables", Probe: func() error {
-		c, err := gnft.New()
-		if err != nil {
-			return fmt.Errorf("nftables netlink socket: %w", err)
-		}
-		if _, err := c.ListTables(); err != nil {
-			return fmt.Errorf("listing nftables tables (kernel without nf_tables?): %w", err)
-		}
-		return nil
-	}}
+	// NFTables needs nf_tables over netlink, with NAT chains (probed by creating a
+	// table in a fresh network namespace).
+	NFTables = Feature{Name: "nftables", Probe: hostResult((*features.System).NFTablesNetlink)}
 	// Veth needs veth links (created in a throwaway namespace).
 	Veth = Feature{Name: "veth", Probe: func() error { return probeLink("veth", "type", "veth", "peer", "name", "p1") }}
 	// Bridge needs bridge links.
 	Bridge = Feature{Name: "bridge", Probe: func() error { return probeLink("bridge", "type", "bridge") }}
 	// Conntrack needs connection tracking (nf_conntrack loaded), whose flows tests
 	// create and delete over netlink.
-	Conntrack = Feature{Name: "conntrack", Probe: func() error {
-		_, err := os.Stat("/proc/sys/net/netfilter/nf_conntrack_max")
-		return err
-	}}
+	Conntrack = Feature{Name: "conntrack", Probe: hostResult((*features.System).Conntrack)}
 	// NFTBinary needs the nft command (Debian's nftables package), used by tests only to
 	// check that it can print what plinthd programs.
 	NFTBinary = Feature{Name: "nft binary", Probe: func() error {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plinth/plinth/kernel/features"
 )
 
 // Feature is one thing a kernel test needs from the machine. Probe reports nil when the
@@ -31,13 +32,7 @@ var (
 	// NetNS needs network namespaces (CONFIG_NET_NS).
 	NetNS = Feature{Name: "netns", Probe: func() error { return statAll("/proc/self/ns/net") }}
 	// PSI needs pressure stall information enabled (present and not disabled at boot).
-	PSI = Feature{Name: "psi", Probe: func() error {
-		_, err := os.ReadFile("/proc/pressure/memory")
-		if err != nil {
-			return fmt.Errorf("PSI unavailable (kernel without CONFIG_PSI, or booted without psi=1): %w", err)
-		}
-		return nil
-	}}
+	PSI = Feature{Name: "psi", Probe: hostResult((*features.System).PSI)}
 	// Runc needs the runc binary in PATH (scripts/install-deps.sh builds the pinned one).
 	Runc = Feature{Name: "runc", Probe: func() error {
 		if _, err := exec.LookPath("runc"); err != nil {
@@ -47,22 +42,23 @@ var (
 	}}
 	// Seccomp needs seccomp filters (CONFIG_SECCOMP_FILTER) with the ERRNO and ALLOW
 	// actions; the kernel lists the actions it supports in actions_avail.
-	Seccomp = Feature{Name: "seccomp", Probe: func() error {
-		data, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-		if err != nil {
-			return fmt.Errorf("seccomp filters unavailable (kernel without CONFIG_SECCOMP_FILTER): %w", err)
-		}
-		avail := strings.Fields(string(data))
-		for _, a := range []string{"errno", "allow"} {
-			if !slices.Contains(avail, a) {
-				return fmt.Errorf("seccomp action %q missing from actions_avail (%s)", a, strings.TrimSpace(string(data)))
-			}
+	Seccomp = Feature{Name: "seccomp", Probe: hostResult((*features.System).Seccomp)}
+	// BTF needs kernel type information for CO-RE.
+	BTF = Feature{Name: "btf", Probe: hostResult((*features.System).BTF)}
+	// RingBuffer needs BPF ring buffers (one is created and freed).
+	RingBuffer = Feature{Name: "ringbuf", Probe: hostResult((*features.System).RingBuffer)}
+)
+
+// hostResult turns a probe of kernel/features into a Feature's probe on the running
+// system, so a test skips for exactly the reason plinthctl check would report.
+func hostResult(probe func(*features.System) features.Result) func() error {
+	return func() error {
+		if r := probe(features.HostSystem()); !r.Available {
+			return errors.New(r.Reason)
 		}
 		return nil
-	}}
-	// BTF needs kernel type information for CO-RE.
-	BTF = Feature{Name: "btf", Probe: func() error { return statAll("/sys/kernel/btf/vmlinux") }}
-)
+	}
+}
 
 func statAll(paths ...string) error {
 	var errs []error

@@ -1,29 +1,32 @@
 //go:build linux
 
-package features
+package features_test
 
 import (
 	"bufio"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	gnft "github.com/google/nftables"
 	"golang.org/x/sys/unix"
 
 	"github.com/plinth/plinth/internal/kerneltest"
 	"github.com/plinth/plinth/kernel/cgroup"
 	"github.com/plinth/plinth/kernel/cgroup/cgrouptest"
+	"github.com/plinth/plinth/kernel/features"
 )
 
 // TestHostHasWhatPlinthNeeds states what the machines Plinth is tested on must offer,
 // and that the probes see it.
 func TestHostHasWhatPlinthNeeds(t *testing.T) {
 	kerneltest.Require(t, kerneltest.PSI, kerneltest.BTF, cgrouptest.Cgroups)
-	r := HostSystem().Probe(PressureTracepoints()...)
+	r := features.HostSystem().Probe(features.PressureTracepoints()...)
 	t.Logf("probe report:\n%s", r)
-	for _, res := range []Result{r.KernelResult, r.BTF, r.PSI, r.Cgroup, r.RingBuffer} {
+	for _, res := range []features.Result{r.KernelResult, r.BTF, r.PSI, r.Cgroup, r.RingBuffer} {
 		if !res.Available {
 			t.Errorf("%s: %s", res.Name, res.Reason)
 		}
@@ -59,7 +62,7 @@ func mountinfo(t *testing.T) map[string][]string {
 
 func TestProbesMatchIndependentSources(t *testing.T) {
 	kerneltest.Require(t, cgrouptest.Cgroups)
-	s := HostSystem()
+	s := features.HostSystem()
 
 	osrelease, err := os.ReadFile("/proc/sys/kernel/osrelease")
 	if err != nil {
@@ -123,7 +126,7 @@ func inPrivateMountNS(t *testing.T, fn func() error) {
 
 func TestMountTracefsAndBPFFS(t *testing.T) {
 	kerneltest.Require(t, kerneltest.Root)
-	s := HostSystem()
+	s := features.HostSystem()
 	s.TracefsDir = t.TempDir()
 	s.DebugTracingDir = t.TempDir() // empty: only TracefsDir counts here
 	s.BPFFSDir = t.TempDir()
@@ -152,7 +155,7 @@ func TestMountTracefsAndBPFFS(t *testing.T) {
 			return fmt.Errorf("after MountBPFFS: %+v", r)
 		}
 		// Every kernel with tracepoints has sched_process_fork.
-		if r := s.Tracepoint(Tracepoint{"sched", "sched_process_fork"}); !r.Available {
+		if r := s.Tracepoint(features.Tracepoint{"sched", "sched_process_fork"}); !r.Available {
 			return fmt.Errorf("sched:sched_process_fork in the new tracefs: %+v", r)
 		}
 		return nil
@@ -170,5 +173,80 @@ func TestMountTracefsAndBPFFS(t *testing.T) {
 	host := mountinfo(t)
 	if len(host[s.TracefsDir]) != 0 || len(host[s.BPFFSDir]) != 0 {
 		t.Errorf("mounts leaked to the host namespace: %v %v", host[s.TracefsDir], host[s.BPFFSDir])
+	}
+}
+
+// TestKernelProbesOnThisHost runs the probes that ask the kernel itself and checks them
+// against independent sources where there are any.
+func TestKernelProbesOnThisHost(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.BTF, cgrouptest.Cgroups)
+	s := features.HostSystem()
+	v, kr := s.Kernel()
+	if !kr.Available {
+		t.Fatal(kr.Reason)
+	}
+	if r := s.RingBuffer(); r.Available != v.AtLeast(5, 8) {
+		t.Errorf("ring buffer %+v on kernel %v", r, v)
+	}
+	tp, tpBTF := s.BPFPrograms()
+	if !tp.Available || !tpBTF.Available {
+		t.Errorf("BPF programs on kernel %v with BTF: %+v %+v", v, tp, tpBTF)
+	}
+	for _, point := range features.PressureTracepoints() {
+		if r := s.TracepointBTF(point); !r.Available {
+			t.Errorf("%s: %s", r.Name, r.Reason)
+		}
+	}
+	if r := s.TracepointBTF(features.Tracepoint{Group: "plinth", Name: "no_such_tracepoint"}); r.Available {
+		t.Errorf("a made-up tracepoint found: %+v", r)
+	}
+
+	// Swap areas agree with sysinfo(2).
+	devs, err := s.Swap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := features.SwapTotal(devs), uint64(si.Totalswap)*uint64(si.Unit); got != want {
+		t.Errorf("swap total from /proc/swaps %d, sysinfo(2) says %d", got, want)
+	}
+
+	mode, _ := s.Cgroups()
+	ctrls, err := s.CgroupControllers(mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode != cgroup.Unified || len(ctrls) > 0 { // a bare v2 root may delegate none
+		if !slices.Contains(ctrls, "memory") {
+			t.Errorf("controllers in %v mode: %v, no memory", mode, ctrls)
+		}
+	}
+	if pidMax, err := s.Sysctl("kernel.pid_max"); err != nil || pidMax == "" {
+		t.Errorf("kernel.pid_max = %q, %v", pidMax, err)
+	}
+}
+
+// TestNFTablesProbeLeavesNothing checks the nftables probe creates its table in a
+// namespace of its own: the host's namespace never has it.
+func TestNFTablesProbeLeavesNothing(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.NFTables)
+	if r := features.HostSystem().NFTablesNetlink(); !r.Available {
+		t.Fatalf("nftables: %s", r.Reason)
+	}
+	c, err := gnft.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := c.ListTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		if tb.Name == "plinth-preflight" {
+			t.Errorf("the probe's table %s is in the host's network namespace", tb.Name)
+		}
 	}
 }

@@ -1,14 +1,18 @@
 package features
 
 import (
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/plinth/plinth/kernel/cgroup"
 )
@@ -90,6 +94,7 @@ func newFakeHost(t *testing.T, release string) *fakeHost {
 	h.System = &System{
 		ProcDir:         filepath.Join(root, "proc"),
 		SysDir:          filepath.Join(root, "sys"),
+		BootDir:         filepath.Join(root, "boot"),
 		CgroupRoot:      filepath.Join(root, "sys/fs/cgroup"),
 		TracefsDir:      filepath.Join(root, "sys/kernel/tracing"),
 		DebugTracingDir: filepath.Join(root, "sys/kernel/debug/tracing"),
@@ -140,15 +145,210 @@ func TestPSIProbe(t *testing.T) {
 		t.Errorf("enabled: %+v", r)
 	}
 	// psi=0 on a kernel with CONFIG_PSI: the file is there but reading it fails.
+	read := h.ReadFile
 	h.ReadFile = func(p string) ([]byte, error) {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EOPNOTSUPP}
+		if strings.Contains(p, "pressure") {
+			return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EOPNOTSUPP}
+		}
+		return read(p)
 	}
-	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "disabled at boot; add psi=1") {
-		t.Errorf("disabled at boot: %+v", r)
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "disabled at boot") || !strings.Contains(r.Reason, "add psi=1") {
+		t.Errorf("disabled at boot, cause unknown: %+v", r)
+	}
+	h.write(t, "proc/cmdline", "console=ttyS0 psi=0 quiet -- psi=1\n")
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "psi=0 on the kernel command line") {
+		t.Errorf("psi=0: %+v", r)
 	}
 	h.ReadFile = func(string) ([]byte, error) { return []byte("garbage\n"), nil }
 	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "pressure/memory") {
 		t.Errorf("unparsable: %+v", r)
+	}
+}
+
+func gzipped(t *testing.T, text string) string {
+	t.Helper()
+	var b strings.Builder
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// Newer kernels with PSI off at boot have no /proc/pressure at all: the command line
+// and the build configuration tell why.
+func TestPSIOffReasons(t *testing.T) {
+	h := newFakeHost(t, "6.12.0-1-amd64")
+	h.write(t, "proc/cmdline", "root=/dev/vda1 ro\n")
+	h.write(t, "boot/config-6.12.0-1-amd64", "CONFIG_PSI=y\nCONFIG_PSI_DEFAULT_DISABLED=y\n")
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "CONFIG_PSI_DEFAULT_DISABLED") || !strings.Contains(r.Reason, "boot/config-6.12.0-1-amd64") || !strings.Contains(r.Reason, "add psi=1") {
+		t.Errorf("default disabled (from /boot): %+v", r)
+	}
+	// /proc/config.gz wins over /boot.
+	h.write(t, "proc/config.gz", gzipped(t, "# CONFIG_PSI is not set\nCONFIG_BPF=y\n"))
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "built without CONFIG_PSI (") || !strings.Contains(r.Reason, "config.gz") {
+		t.Errorf("no CONFIG_PSI (from config.gz): %+v", r)
+	}
+	h.Release = func() (string, error) { return "4.19.0-27-amd64", nil }
+	if r := h.PSI(); r.Available || !strings.Contains(r.Reason, "predates PSI (4.20)") {
+		t.Errorf("4.19: %+v", r)
+	}
+}
+
+func TestParseCmdline(t *testing.T) {
+	got := ParseCmdline(`BOOT_IMAGE=/vmlinuz root=UUID=ab quiet psi=1 dyndbg="file a.c +p" psi=0x -- psi=0 init-arg` + "\n")
+	want := map[string]string{"BOOT_IMAGE": "/vmlinuz", "root": "UUID=ab", "quiet": "", "psi": "0x", "dyndbg": "file a.c +p"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ParseCmdline = %v, want %v", got, want)
+	}
+}
+
+func FuzzParseCmdline(f *testing.F) {
+	for _, s := range []string{"psi=1 quiet", `a="b c" -- d`, `"`, "x==y", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		params := ParseCmdline(in)
+		if strings.Contains(in, `"`) {
+			// Quotes may group spaces even into a name, as the kernel's parser does;
+			// with balanced quotes a parameter appended after them is read as such.
+			if strings.Count(in, `"`)%2 == 0 && !slices.Contains(strings.Fields(in), "--") {
+				if got := ParseCmdline(in + " psi=0")["psi"]; got != "0" {
+					t.Fatalf("ParseCmdline(%q + \" psi=0\")[psi] = %q", in, got)
+				}
+			}
+			return
+		}
+		for k := range params {
+			if k == "--" || strings.ContainsAny(k, " \t\n") {
+				t.Fatalf("ParseCmdline(%q) has parameter %q", in, k)
+			}
+		}
+	})
+}
+
+func TestParseSwaps(t *testing.T) {
+	devs, err := ParseSwaps("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n" +
+		"/dev/vda2                               partition\t2097148\t\t0\t\t-2\n" +
+		"/swap\\040file                         file\t\t1024\t\t512\t\t5\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 2 || devs[0] != (SwapDevice{"/dev/vda2", "partition", 2097148 * 1024, 0, -2}) ||
+		devs[1] != (SwapDevice{`/swap\040file`, "file", 1 << 20, 512 << 10, 5}) {
+		t.Errorf("ParseSwaps = %+v", devs)
+	}
+	if got := SwapTotal(devs); got != 2097148*1024+1<<20 {
+		t.Errorf("SwapTotal = %d", got)
+	}
+	if devs, err := ParseSwaps("Filename\tType\tSize\tUsed\tPriority\n"); err != nil || len(devs) != 0 {
+		t.Errorf("swap off: %v %v", devs, err)
+	}
+	for _, bad := range []string{"/dev/x partition 1 0\n", "/dev/x partition -1 0 0\n", "/dev/x p 1 0 high\n", "/dev/x p 99999999999999999999 0 0\n"} {
+		if _, err := ParseSwaps(bad); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("ParseSwaps(%q) error = %v, want one naming line 1", bad, err)
+		}
+	}
+}
+
+func FuzzParseSwaps(f *testing.F) {
+	for _, s := range []string{"Filename Type Size Used Priority\n/dev/sda2 partition 100 1 -2\n", "/f file 18446744073709551615 0 0\n", "\n\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		devs, err := ParseSwaps(in)
+		if err != nil {
+			return
+		}
+		for _, d := range devs {
+			if d.SizeBytes%1024 != 0 || d.Filename == "" {
+				t.Fatalf("ParseSwaps(%q): %+v", in, d)
+			}
+		}
+	})
+}
+
+func TestHostFacts(t *testing.T) {
+	h := newFakeHost(t, "6.1.0")
+	h.write(t, "proc/sys/vm/overcommit_memory", "1\n")
+	if v, err := h.Sysctl("vm.overcommit_memory"); err != nil || v != "1" {
+		t.Errorf("Sysctl = %q, %v", v, err)
+	}
+	if _, err := h.Sysctl("vm.panic_on_oom"); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "vm.panic_on_oom") {
+		t.Errorf("missing sysctl: %v", err)
+	}
+	if _, err := h.Sysctl("../../etc/passwd"); err == nil {
+		t.Error("Sysctl accepted a path")
+	}
+	if r := h.UserNamespaces(); r.Available || !strings.Contains(r.Reason, "CONFIG_USER_NS") {
+		t.Errorf("no userns: %+v", r)
+	}
+	h.write(t, "proc/sys/user/max_user_namespaces", "0\n")
+	if r := h.UserNamespaces(); r.Available {
+		t.Errorf("max 0: %+v", r)
+	}
+	h.write(t, "proc/sys/user/max_user_namespaces", "63000\n")
+	if r := h.UserNamespaces(); !r.Available {
+		t.Errorf("userns: %+v", r)
+	}
+	if r := h.Conntrack(); r.Available || !strings.Contains(r.Reason, "nf_conntrack") {
+		t.Errorf("no conntrack: %+v", r)
+	}
+
+	// v1 controllers from /proc/cgroups, v2 from cgroup.controllers.
+	h.write(t, "proc/cgroups", "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t3\t1\t1\nmemory\t5\t90\t1\npids\t0\t1\t0\n")
+	if got, err := h.CgroupControllers(cgroup.Hybrid); err != nil || fmt.Sprint(got) != "[cpu memory]" {
+		t.Errorf("v1 controllers = %v, %v", got, err)
+	}
+	h.write(t, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n")
+	if got, err := h.CgroupControllers(cgroup.Unified); err != nil || fmt.Sprint(got) != "[cpuset cpu io memory pids]" {
+		t.Errorf("v2 controllers = %v, %v", got, err)
+	}
+
+	// Swap accounting: v2 looks for memory.swap.max below the root, v1 for memsw.
+	if r := h.SwapAccounting(cgroup.Unified); r.Available {
+		t.Errorf("v2 without memory.swap.max: %+v", r)
+	}
+	h.write(t, "sys/fs/cgroup/system.slice/memory.swap.max", "max\n")
+	if r := h.SwapAccounting(cgroup.Unified); !r.Available {
+		t.Errorf("v2 swap accounting: %+v", r)
+	}
+	if r := h.SwapAccounting(cgroup.Hybrid); r.Available || !strings.Contains(r.Reason, "swapaccount=1") {
+		t.Errorf("v1 without memsw: %+v", r)
+	}
+	h.write(t, "sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", "9223372036854771712\n")
+	if r := h.SwapAccounting(cgroup.Hybrid); !r.Available {
+		t.Errorf("v1 swap accounting: %+v", r)
+	}
+}
+
+func TestKernelProbesNotOnFixtures(t *testing.T) {
+	s := NewSystem(t.TempDir())
+	tp, btf := s.BPFPrograms()
+	for _, r := range []Result{s.NFTablesNetlink(), tp, btf, s.TracepointBTF(Tracepoint{"oom", "mark_victim"})} {
+		if r.Available || !strings.Contains(r.Reason, "not probed") {
+			t.Errorf("%+v on a fixture tree", r)
+		}
+	}
+	if _, kr := s.Kernel(); kr.Available {
+		t.Errorf("kernel without osrelease: %+v", kr)
+	}
+	s.BPFMapType = func(ebpf.MapType) error { return errors.New("operation not permitted") }
+	if r := s.RingBuffer(); r.Available || !strings.Contains(r.Reason, "operation not permitted") {
+		t.Errorf("ring buffer refused: %+v", r)
+	}
+	s.BPFProgramType = func(ebpf.ProgramType) error { return nil }
+	s.LoadTpBTF = func(string) error { return errors.New("invalid argument") }
+	s.NFTables = func() error { return errors.New("protocol not supported") }
+	tp, btf = s.BPFPrograms()
+	if !tp.Available || btf.Available || !strings.Contains(btf.Reason, "invalid argument") {
+		t.Errorf("programs: %+v %+v", tp, btf)
+	}
+	if r := s.NFTablesNetlink(); r.Available || r.Reason != "protocol not supported" {
+		t.Errorf("nftables: %+v", r)
 	}
 }
 

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/plinth/plinth/kernel/cgroup"
 	"github.com/plinth/plinth/kernel/psi"
-	"github.com/plinth/plinth/kernel/sysinfo"
 )
 
 // Result is the outcome of one probe.
@@ -32,11 +33,12 @@ const (
 	BPFFSMagic   = 0xcafe4a11
 )
 
-// System says where the probes look. HostSystem returns the running system's; tests
-// set the directories to fixture trees and replace the functions with fakes.
+// System says where the probes look. HostSystem returns the running system's; NewSystem
+// one rooted elsewhere (a fixture tree); tests also replace the functions with fakes.
 type System struct {
 	ProcDir    string // /proc
 	SysDir     string // /sys
+	BootDir    string // /boot, for config-<release> when /proc/config.gz is absent
 	CgroupRoot string // /sys/fs/cgroup
 	// TracefsDir is where tracefs is (or would be) mounted: /sys/kernel/tracing.
 	TracefsDir string
@@ -53,22 +55,64 @@ type System struct {
 	Release func() (string, error)
 	// Mount mounts a filesystem (mount(2)); used by MountTracefs and MountBPFFS.
 	Mount func(source, target, fstype string, flags uintptr, data string) error
+
+	// The probes below ask the kernel itself (the BPF syscall, netlink in a fresh
+	// network namespace) and so exist only for the running system; nil means "not
+	// probed", which the results say.
+
+	// BPFMapType and BPFProgramType tell whether the kernel accepts a BPF map or
+	// program type (cilium/ebpf's features probes; nil error when it does).
+	BPFMapType     func(ebpf.MapType) error
+	BPFProgramType func(ebpf.ProgramType) error
+	// LoadTpBTF loads (and frees) a trivial tp_btf program for the named tracepoint.
+	// cilium/ebpf's probe of the Tracing type goes through fentry, which kernels
+	// without kprobes refuse although they load tp_btf programs.
+	LoadTpBTF func(tracepoint string) error
+	// NFTables creates an nftables table with a NAT chain in a fresh network
+	// namespace and reads it back.
+	NFTables func() error
+	// KernelBTFType tells whether the kernel's BTF has a type of that name
+	// (btf_trace_<tracepoint> for a tp_btf program to attach to).
+	KernelBTFType func(name string) error
 }
 
 // HostSystem returns a System that probes the running kernel.
 func HostSystem() *System {
-	return &System{
-		ProcDir:         "/proc",
-		SysDir:          "/sys",
-		CgroupRoot:      cgroup.DefaultRoot,
-		TracefsDir:      "/sys/kernel/tracing",
-		DebugTracingDir: "/sys/kernel/debug/tracing",
-		BPFFSDir:        "/sys/fs/bpf",
+	s := NewSystem("/")
+	s.Statfs = cgroup.HostStatfs
+	s.Mount = hostMount
+	s.BPFMapType, s.BPFProgramType, s.NFTables = haveBPFMapType, haveBPFProgramType, nftablesInFreshNetNS
+	s.KernelBTFType, s.LoadTpBTF = kernelBTFType, loadTpBTF
+	return s
+}
+
+// NewSystem returns a System reading the files of the tree at root ("/" for the
+// running system): the kernel release from proc/sys/kernel/osrelease, statfs through
+// the real call (so a fixture tree has no cgroup, tracefs or bpffs mounted), and none
+// of the probes that ask the kernel itself. It mounts nothing.
+func NewSystem(root string) *System {
+	s := &System{
+		ProcDir:         filepath.Join(root, "proc"),
+		SysDir:          filepath.Join(root, "sys"),
+		BootDir:         filepath.Join(root, "boot"),
+		CgroupRoot:      filepath.Join(root, cgroup.DefaultRoot),
+		TracefsDir:      filepath.Join(root, "sys/kernel/tracing"),
+		DebugTracingDir: filepath.Join(root, "sys/kernel/debug/tracing"),
+		BPFFSDir:        filepath.Join(root, "sys/fs/bpf"),
 		Statfs:          cgroup.HostStatfs,
 		ReadFile:        os.ReadFile,
-		Release:         sysinfo.KernelRelease,
-		Mount:           hostMount,
+		Mount: func(_, target, fstype string, _ uintptr, _ string) error {
+			return fmt.Errorf("mount %s on %s: a System over a fixture tree mounts nothing", fstype, target)
+		},
 	}
+	s.Release = func() (string, error) {
+		b, err := s.ReadFile(filepath.Join(s.ProcDir, "sys/kernel/osrelease"))
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return s
 }
 
 // Kernel parses the running kernel's release.
@@ -88,19 +132,52 @@ func (s *System) Kernel() (KernelVersion, Result) {
 	return v, r
 }
 
-// RingBuffer tells whether BPF ring buffers (BPF_MAP_TYPE_RINGBUF) exist: Linux 5.8.
+// RingBuffer tells whether BPF ring buffers (BPF_MAP_TYPE_RINGBUF, Linux 5.8) exist:
+// by creating one where the System can ask the kernel, else by the kernel version.
 func (s *System) RingBuffer() Result {
 	r := Result{Name: "ringbuf"}
+	if s.BPFMapType != nil {
+		if err := s.BPFMapType(ebpf.RingBuf); err != nil {
+			r.Reason = fmt.Sprintf("creating a BPF ring buffer failed: %v; OOM and reclaim events are not collected", err)
+			return r
+		}
+		r.Available, r.Reason = true, "a BPF ring buffer was created"
+		return r
+	}
 	v, kr := s.Kernel()
 	switch {
 	case !kr.Available:
 		r.Reason = "kernel version unknown: " + kr.Reason
 	case v.AtLeast(5, 8):
-		r.Available, r.Reason = true, fmt.Sprintf("kernel %d.%d has BPF ring buffers (5.8 or newer)", v.Major, v.Minor)
+		r.Available, r.Reason = true, fmt.Sprintf("kernel %d.%d has BPF ring buffers (5.8 or newer; not probed)", v.Major, v.Minor)
 	default:
-		r.Reason = fmt.Sprintf("kernel %d.%d predates BPF ring buffers (5.8); events fall back to perf buffers or are not collected", v.Major, v.Minor)
+		r.Reason = fmt.Sprintf("kernel %d.%d predates BPF ring buffers (5.8); OOM and reclaim events are not collected", v.Major, v.Minor)
 	}
 	return r
+}
+
+// BPFPrograms tells whether the kernel loads the two kinds of program plinthd's BPF
+// objects carry: plain tracepoint programs and tp_btf (BTF-typed tracing) programs.
+// Plinth needs one of them; tp_btf also needs BTF (see BTF).
+func (s *System) BPFPrograms() (tracepoint, tpBTF Result) {
+	tracepoint, tpBTF = Result{Name: "bpf tracepoint programs"}, Result{Name: "bpf tp_btf programs"}
+	if s.BPFProgramType == nil {
+		tracepoint.Reason, tpBTF.Reason = "not probed (no BPF syscall on a fixture tree)", "not probed (no BPF syscall on a fixture tree)"
+		return tracepoint, tpBTF
+	}
+	if err := s.BPFProgramType(ebpf.TracePoint); err != nil {
+		tracepoint.Reason = fmt.Sprintf("loading a tracepoint program failed: %v", err)
+	} else {
+		tracepoint.Available, tracepoint.Reason = true, "a tracepoint program loaded"
+	}
+	if s.LoadTpBTF == nil {
+		tpBTF.Reason = "not probed"
+	} else if err := s.LoadTpBTF("sched_process_fork"); err != nil {
+		tpBTF.Reason = fmt.Sprintf("loading a tp_btf program for sched_process_fork failed: %v; plain tracepoints are used", err)
+	} else {
+		tpBTF.Available, tpBTF.Reason = true, "a tp_btf program for sched_process_fork loaded"
+	}
+	return tracepoint, tpBTF
 }
 
 // BTF tells whether the kernel exposes its type information for CO-RE.
@@ -122,19 +199,21 @@ func (s *System) BTF() Result {
 }
 
 // PSI tells whether pressure stall information is present and enabled. A kernel built
-// with CONFIG_PSI but booted with psi=0 (or built with CONFIG_PSI_DEFAULT_DISABLED and
-// booted without psi=1) has /proc/pressure, but reading it fails with EOPNOTSUPP: that
-// counts as absent.
+// with CONFIG_PSI but booted with psi=0, or built with CONFIG_PSI_DEFAULT_DISABLED and
+// booted without psi=1, either has /proc/pressure whose files fail to read with
+// EOPNOTSUPP (older kernels) or no /proc/pressure at all (newer ones): both count as
+// absent, and the reason tells the cases apart from the command line and, where the
+// kernel publishes it, its build configuration.
 func (s *System) PSI() Result {
 	r := Result{Name: "psi"}
 	p := filepath.Join(s.ProcDir, "pressure/memory")
 	b, err := s.ReadFile(p)
 	switch {
 	case errors.Is(err, syscall.EOPNOTSUPP):
-		r.Reason = "present but disabled at boot; add psi=1 to the kernel command line"
+		r.Reason = fmt.Sprintf("%s exists but reading it fails (%v): %s", p, syscall.EOPNOTSUPP, s.psiOffReason(true))
 		return r
 	case errors.Is(err, fs.ErrNotExist):
-		r.Reason = fmt.Sprintf("no %s: kernel built without CONFIG_PSI", p)
+		r.Reason = fmt.Sprintf("no %s: %s", p, s.psiOffReason(false))
 		return r
 	case err != nil:
 		r.Reason = err.Error()
@@ -148,6 +227,32 @@ func (s *System) PSI() Result {
 	r.Available = true
 	r.Reason = fmt.Sprintf("enabled (memory some avg10=%.2f full avg10=%.2f)", pr.Some.Avg10, pr.Full.Avg10)
 	return r
+}
+
+// psiOffReason says why PSI is off, as precisely as the system tells; present says
+// /proc/pressure exists (so the kernel has CONFIG_PSI).
+func (s *System) psiOffReason(present bool) string {
+	params, _ := s.Cmdline()
+	if v, ok := params["psi"]; ok && !boolParamTrue(v) {
+		return fmt.Sprintf("disabled at boot by psi=%s on the kernel command line; remove it or use psi=1", v)
+	}
+	v, kr := s.Kernel()
+	if kr.Available && !v.AtLeast(4, 20) {
+		return fmt.Sprintf("kernel %d.%d predates PSI (4.20)", v.Major, v.Minor)
+	}
+	kconf, src, err := s.KernelConfig()
+	if err == nil {
+		switch {
+		case kconf["CONFIG_PSI"] != "y" && !present:
+			return fmt.Sprintf("kernel built without CONFIG_PSI (%s)", src)
+		case kconf["CONFIG_PSI_DEFAULT_DISABLED"] == "y":
+			return fmt.Sprintf("disabled at boot: the kernel is built with CONFIG_PSI_DEFAULT_DISABLED (%s) and the command line lacks psi=1; add psi=1", src)
+		}
+	}
+	if present {
+		return "disabled at boot (psi=0, or a kernel built with CONFIG_PSI_DEFAULT_DISABLED booted without psi=1); add psi=1 to the kernel command line"
+	}
+	return "kernel built without CONFIG_PSI, or PSI disabled at boot (CONFIG_PSI_DEFAULT_DISABLED without psi=1 on the command line); add psi=1"
 }
 
 // Seccomp tells whether seccomp filters work and lists the actions the kernel offers
@@ -240,6 +345,8 @@ func PressureTracepoints() []Tracepoint {
 		{"oom", "mark_victim"},
 		{"vmscan", "mm_vmscan_direct_reclaim_begin"},
 		{"vmscan", "mm_vmscan_direct_reclaim_end"},
+		{"vmscan", "mm_vmscan_memcg_reclaim_begin"},
+		{"vmscan", "mm_vmscan_memcg_reclaim_end"},
 		{"sched", "sched_process_fork"},
 		{"sched", "sched_process_exit"},
 		{"block", "block_rq_issue"},
@@ -300,4 +407,37 @@ func (s *System) mountOnce(fstype, dir string, magic int64) error {
 		return fmt.Errorf("mount %s at %s: %w", fstype, dir, err)
 	}
 	return nil
+}
+
+// NFTablesNetlink tells whether nftables works through netlink: a table with a NAT
+// chain is created in a fresh network namespace (NFTables).
+func (s *System) NFTablesNetlink() Result {
+	r := Result{Name: "nftables"}
+	if s.NFTables == nil {
+		r.Reason = "not probed (no netlink on a fixture tree)"
+		return r
+	}
+	if err := s.NFTables(); err != nil {
+		r.Reason = err.Error()
+		return r
+	}
+	r.Available, r.Reason = true, "created a table with a nat chain in a fresh network namespace"
+	return r
+}
+
+// TracepointBTF tells whether a tp_btf program can attach to tp: the kernel's BTF
+// describes its arguments as btf_trace_<name>. The verifier may still refuse a program
+// written for other arguments; bpf/attach then falls back to the plain tracepoint.
+func (s *System) TracepointBTF(tp Tracepoint) Result {
+	r := Result{Name: "tp_btf " + tp.String()}
+	if s.KernelBTFType == nil {
+		r.Reason = "not probed (no kernel BTF on a fixture tree)"
+		return r
+	}
+	if err := s.KernelBTFType("btf_trace_" + tp.Name); err != nil {
+		r.Reason = err.Error()
+		return r
+	}
+	r.Available, r.Reason = true, "btf_trace_"+tp.Name+" in the kernel's BTF"
+	return r
 }

@@ -1,7 +1,7 @@
 // Package linkns makes the kernel objects of a node's pod network: named network
 // namespaces (a namespace kept alive by a bind mount on a file, as `ip netns add` does
 // under /var/run/netns), a bridge with gateway addresses, veth pairs whose host end is
-// a bridge port and whose other end is eth0 inside a pod's namespace with its
+// a bridge port in hairpin mode and whose other end is eth0 inside a pod's namespace with its
 // addresses and routes, and per-namespace sysctls.
 //
 // Every call works in the network namespace named by the Host it is made on (the node;

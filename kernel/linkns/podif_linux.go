@@ -12,7 +12,7 @@ import (
 )
 
 // EnsurePodInterface makes the veth pair of p exist and be configured: the host end a
-// port of the bridge and up; in the pod's namespace eth0 with p's addresses, lo and
+// port of the bridge in hairpin mode and up; in the pod's namespace eth0 with p's addresses, lo and
 // eth0 up, an on-link route to each gateway and a default route through it. A pair
 // left half-made (only one end, or an eth0 that is not the host end's peer) is
 // replaced.
@@ -49,6 +49,13 @@ func (h Host) EnsurePodInterface(p PodInterface) error {
 	}
 	if err := host.LinkSetMaster(hostEnd, bridge); err != nil {
 		return fmt.Errorf("attach %s to %s: %w", p.HostName, p.Bridge, err)
+	}
+	// Hairpin mode lets the bridge send a frame back out of the port it came in by.
+	// With bridge netfilter on, a pod's connection to a Service that is DNATed to the
+	// pod itself is bridged, not routed, back to that same port; without hairpin the
+	// bridge drops it (kubelet's hairpin-veth mode does the same).
+	if err := host.LinkSetHairpin(hostEnd, true); err != nil {
+		return fmt.Errorf("%s hairpin mode: %w", p.HostName, err)
 	}
 	if err := host.LinkSetUp(hostEnd); err != nil {
 		return fmt.Errorf("%s up: %w", p.HostName, err)

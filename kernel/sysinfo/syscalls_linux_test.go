@@ -1,4 +1,4 @@
-package sysinfo
+package sysinfo_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/plinth/plinth/internal/kerneltest"
+	"github.com/plinth/plinth/kernel/sysinfo"
 )
 
 // TestRealHost reads the running system and checks the values against independent
@@ -17,7 +18,7 @@ import (
 // and statfs numbers that must be internally consistent.
 func TestRealHost(t *testing.T) {
 	kerneltest.Require(t, kerneltest.Root)
-	h := Host{}
+	h := sysinfo.Host{}
 
 	m, err := h.Meminfo()
 	if err != nil {
@@ -42,7 +43,7 @@ func TestRealHost(t *testing.T) {
 		t.Errorf("MemAvailable %d not in (0, MemTotal %d]", m.MemAvailable, m.MemTotal)
 	}
 
-	rel, err := KernelRelease()
+	rel, err := sysinfo.KernelRelease()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestRealHost(t *testing.T) {
 		t.Errorf("KernelRelease = %q, /proc/sys/kernel/osrelease says %q", rel, want)
 	}
 
-	if n := CPUCount(); n < 1 || n > runtime.NumCPU() {
+	if n := sysinfo.CPUCount(); n < 1 || n > runtime.NumCPU() {
 		t.Errorf("CPUCount = %d, want 1..%d", n, runtime.NumCPU())
 	}
 
@@ -69,7 +70,7 @@ func TestRealHost(t *testing.T) {
 		t.Errorf("BootID changed between reads: %q then %q", boot, again)
 	}
 
-	fs, err := FilesystemStats(t.TempDir())
+	fs, err := sysinfo.FilesystemStats(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestRealHost(t *testing.T) {
 }
 
 func TestFilesystemStatsMissingPath(t *testing.T) {
-	_, err := FilesystemStats("/nonexistent/plinth-sysinfo-test")
+	_, err := sysinfo.FilesystemStats("/nonexistent/plinth-sysinfo-test")
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/plinth-sysinfo-test") {
 		t.Errorf("error = %v, want one naming the path", err)
 	}

@@ -39,8 +39,22 @@ type podNode struct {
 
 func newPodNode(t *testing.T, c *cluster) *podNode {
 	t.Helper()
+	return newPodNodeWith(t, c, podNodeOptions{})
+}
+
+// podNodeOptions change what newPodNodeWith makes.
+type podNodeOptions struct {
+	// cgroupBase is the cgroup under which the pods' cgroup parent is made ("" is the
+	// root).
+	cgroupBase string
+	// extraConfig is YAML appended to plinthd's configuration.
+	extraConfig string
+}
+
+func newPodNodeWith(t *testing.T, c *cluster, opts podNodeOptions) *podNode {
+	t.Helper()
 	kerneltest.Require(t, kerneltest.Root, kerneltest.Runc, kerneltest.Veth, kerneltest.NFTables, cgrouptest.Cgroups, podtest.Busybox)
-	parent := podtest.CgroupParent(t) // removed last, once the containers are gone
+	parent := podtest.CgroupParentUnder(t, opts.cgroupBase) // removed last, once the containers are gone
 	ns := kerneltest.NewNetNS(t)
 	n := newNode(t, c)
 	// A short runtime directory: runc and the shims put sockets under it.
@@ -65,7 +79,7 @@ pods:
   seccompRoot: %s
   cgroupParent: %s
   networkNamespace: %s
-`, n.healthz, freePort(t), p.manifests, p.logDir, runtimeDir, p.seccompRoot, parent, ns.Path)
+%s`, n.healthz, freePort(t), p.manifests, p.logDir, runtimeDir, p.seccompRoot, parent, ns.Path, opts.extraConfig)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +156,18 @@ func (p *podNode) containerPID(t *testing.T, containerID string) int {
 // apply writes a manifest and runs kubectl apply on it.
 func apply(t *testing.T, kubeconfig, manifest string) {
 	t.Helper()
+	(&cluster{kubeconfig: kubeconfig}).apply(t, manifest)
+}
+
+// apply writes a manifest and runs kubectl apply on it in the cluster's network
+// namespace.
+func (c *cluster) apply(t *testing.T, manifest string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifest.yaml")
 	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kubectl(t, kubeconfig, "apply", "-f", path); err != nil {
+	if out, err := c.kubectl(t, "apply", "-f", path); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
@@ -158,6 +179,8 @@ type podStatus struct {
 	} `json:"metadata"`
 	Status struct {
 		Phase      string `json:"phase"`
+		Reason     string `json:"reason"`
+		Message    string `json:"message"`
 		PodIP      string `json:"podIP"`
 		Conditions []struct {
 			Type, Status string
@@ -189,8 +212,15 @@ type podStatus struct {
 
 func getPod(t *testing.T, kubeconfig, name string) (podStatus, string) {
 	t.Helper()
+	return (&cluster{kubeconfig: kubeconfig}).getPod(t, name)
+}
+
+// getPod reads a pod with kubectl in the cluster's network namespace, and its status
+// as JSON for failure messages.
+func (c *cluster) getPod(t *testing.T, name string) (podStatus, string) {
+	t.Helper()
 	var p podStatus
-	out, err := kubectl(t, kubeconfig, "get", "pod", name, "-o", "json")
+	out, err := c.kubectl(t, "get", "pod", name, "-o", "json")
 	if err != nil {
 		return p, err.Error()
 	}

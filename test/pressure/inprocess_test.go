@@ -123,7 +123,7 @@ type recordingEvictor struct {
 
 func newRecordingEvictor() *recordingEvictor { return &recordingEvictor{called: make(chan struct{})} }
 
-func (r *recordingEvictor) Evict(_ context.Context, _ pressure.Pod, message string) error {
+func (r *recordingEvictor) Evict(_ context.Context, _ pressure.Pod, message string, _ time.Duration) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls++

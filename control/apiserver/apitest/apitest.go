@@ -45,6 +45,8 @@ type Options struct {
 	Bind       func(api *apiserver.Server, reg *apiserver.Registry)
 	// Inflight caps the requests served at once; the zero value limits nothing.
 	Inflight apiserver.InflightLimits
+	// ObjectCacheBytes is the API's setting: 0 the default, negative off.
+	ObjectCacheBytes int64
 }
 
 // Server is a running API.
@@ -101,7 +103,7 @@ func Start(t testing.TB, opts Options) *Server {
 		Store: store, Registry: reg, Version: version.Info{GitVersion: "v1.33.0-plinth"},
 		BookmarkInterval: opts.BookmarkInterval, OpenAPI: true,
 		Authenticators: authenticators, Authorizer: opts.Authorizer, Admitters: opts.Admitters,
-		Inflight: opts.Inflight,
+		Inflight: opts.Inflight, ObjectCacheBytes: opts.ObjectCacheBytes,
 	})
 	if err != nil {
 		t.Fatal(err)

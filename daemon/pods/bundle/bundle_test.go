@@ -329,45 +329,11 @@ func TestResources(t *testing.T) {
 	if s := mustBuild(t, best); *s.Linux.Resources.CPU.Shares != 2 || s.Linux.Resources.CPU.Quota != nil || s.Linux.Resources.Memory != nil || *s.Process.OOMScoreAdj != 1000 {
 		t.Errorf("best effort: %+v oom %d", s.Linux.Resources, *s.Process.OOMScoreAdj)
 	}
-	g := testInput(corev1.Container{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{Limits: rl("cpu", "1m", "memory", "1Gi")}})
+	// Requests equal to the limits, as the API defaults them from limits alone.
+	g := testInput(corev1.Container{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{
+		Requests: rl("cpu", "1m", "memory", "1Gi"), Limits: rl("cpu", "1m", "memory", "1Gi")}})
 	if s := mustBuild(t, g); *s.Process.OOMScoreAdj != -997 || *s.Linux.Resources.CPU.Quota != 1000 || *s.Linux.Resources.CPU.Shares != 2 {
 		t.Errorf("guaranteed: oom %d quota %d shares %d", *s.Process.OOMScoreAdj, *s.Linux.Resources.CPU.Quota, *s.Linux.Resources.CPU.Shares)
-	}
-}
-
-func TestQOSClass(t *testing.T) {
-	rl := func(cpu, mem string) corev1.ResourceList {
-		l := corev1.ResourceList{}
-		if cpu != "" {
-			l[corev1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[corev1.ResourceMemory] = resource.MustParse(mem)
-		}
-		return l
-	}
-	pod := func(cs ...corev1.ResourceRequirements) *corev1.Pod {
-		p := &corev1.Pod{}
-		for _, r := range cs {
-			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Resources: r})
-		}
-		return p
-	}
-	cases := []struct {
-		pod  *corev1.Pod
-		want corev1.PodQOSClass
-	}{
-		{pod(corev1.ResourceRequirements{}), corev1.PodQOSBestEffort},
-		{pod(corev1.ResourceRequirements{Limits: rl("1", "1Gi")}), corev1.PodQOSGuaranteed},
-		{pod(corev1.ResourceRequirements{Limits: rl("1", "1Gi"), Requests: rl("1", "1Gi")}), corev1.PodQOSGuaranteed},
-		{pod(corev1.ResourceRequirements{Limits: rl("1", "1Gi"), Requests: rl("500m", "1Gi")}), corev1.PodQOSBurstable},
-		{pod(corev1.ResourceRequirements{Limits: rl("1", "1Gi")}, corev1.ResourceRequirements{}), corev1.PodQOSBurstable},
-		{pod(corev1.ResourceRequirements{Requests: rl("", "1Mi")}), corev1.PodQOSBurstable},
-	}
-	for i, tc := range cases {
-		if got := QOSClass(tc.pod); got != tc.want {
-			t.Errorf("case %d: %s, want %s", i, got, tc.want)
-		}
 	}
 }
 
@@ -389,8 +355,8 @@ func TestBuildRejectsBadInput(t *testing.T) {
 }
 
 func TestHostLimitsBoundRlimitsAndOOMScore(t *testing.T) {
-	g := testInput(corev1.Container{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{
-		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}})
+	guaranteed := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	g := testInput(corev1.Container{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{Requests: guaranteed, Limits: guaranteed}})
 	s := mustBuild(t, g)
 	if want := []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 524288}}; !reflect.DeepEqual(s.Process.Rlimits, want) {
 		t.Errorf("rlimits = %+v, want %+v", s.Process.Rlimits, want)

@@ -5,6 +5,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/plinth/plinth/internal/podqos"
 )
 
 // CPU constants as kubelet uses them to turn millicores into CFS settings.
@@ -73,49 +75,16 @@ func buildResources(in Input, field string) (*specs.LinuxResources, error) {
 	if in.PidsLimit > 0 {
 		r.Pids = &specs.LinuxPids{Limit: ptr(in.PidsLimit)}
 	}
+	if err := applySwap(in, r, field); err != nil {
+		return nil, err
+	}
 	return r, nil
-}
-
-// QOSClass is the pod's quality-of-service class as the API defines it: Guaranteed when
-// every container has equal CPU and memory requests and limits, BestEffort when none
-// has any, Burstable otherwise.
-func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
-	hasAny, guaranteed := false, true
-	check := func(c *corev1.Container) {
-		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			lim, limSet := c.Resources.Limits[res]
-			req, reqSet := c.Resources.Requests[res]
-			if limSet || reqSet {
-				hasAny = true
-			}
-			if !limSet {
-				guaranteed = false
-				continue
-			}
-			if reqSet && req.Cmp(lim) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		check(&pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		check(&pod.Spec.Containers[i])
-	}
-	switch {
-	case !hasAny:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
 }
 
 // oomScoreAdj follows kubelet's policy: Guaranteed pods -997, BestEffort 1000,
 // Burstable containers between 3 and 999 by the share of node memory they request.
 func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, nodeMemory int64) int {
-	switch QOSClass(pod) {
+	switch podqos.Class(pod) {
 	case corev1.PodQOSGuaranteed:
 		return -997
 	case corev1.PodQOSBestEffort:

@@ -69,6 +69,8 @@ type Input struct {
 	// and downward-API reads of an unset limit use them.
 	NodeMilliCPU    int64
 	NodeMemoryBytes int64
+	// Swap limits the container's swap (the zero value sets no limit).
+	Swap Swap
 	// PidsLimit caps the container's tasks (0: no container-level cap; the pod's cgroup
 	// carries the pod limit).
 	PidsLimit int64

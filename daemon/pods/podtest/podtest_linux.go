@@ -78,7 +78,15 @@ var seq atomic.Int64
 // the containers).
 func CgroupParent(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("/plinth-test-runtime-%d-%d", os.Getpid(), seq.Add(1))
+	return CgroupParentUnder(t, "")
+}
+
+// CgroupParentUnder is CgroupParent below the cgroup base ("" is the root), such as a
+// cgrouptest cgroup with a memory limit made earlier in the test: its removal runs
+// first, so base is empty again when its own cleanup comes.
+func CgroupParentUnder(t testing.TB, base string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s/plinth-test-runtime-%d-%d", base, os.Getpid(), seq.Add(1))
 	t.Cleanup(func() { removeCgroupEverywhere(t, name) })
 	return name
 }

@@ -294,6 +294,21 @@ func (d *Driver) Wait(ctx context.Context, id string) (ExitStatus, error) {
 	return d.exitStatus(cp, e), nil
 }
 
+// Exited reports whether container id has ended: its shim recorded the exit, or the
+// shim is gone without recording one (the exit status is lost, but nothing runs).
+// Container garbage collection asks it before removing what a container left.
+func (d *Driver) Exited(id string) (bool, error) {
+	cp, err := d.Checkpoint(id)
+	if err != nil {
+		return false, err
+	}
+	if _, err := shim.ReadExit(d.stateDir(id)); err == nil {
+		return true, nil
+	}
+	ticks, err := startTicks(cp.ShimPID)
+	return err != nil || ticks != cp.ShimStartTicks, nil
+}
+
 func (d *Driver) exitStatus(cp Checkpoint, e shim.Exit) ExitStatus {
 	st := ExitStatus{Exit: e}
 	if cp.CgroupPath != "" {

@@ -312,6 +312,9 @@ func TestWaitHonoursContext(t *testing.T) {
 	if _, err := e.d.Wait(ctx, id); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Wait on a running container with an expiring context = %v, want DeadlineExceeded", err)
 	}
+	if exited, err := e.d.Exited(id); err != nil || exited {
+		t.Errorf("Exited of a running container = %v, %v; want false", exited, err)
+	}
 	if out, code, err := e.d.Exec(context.Background(), id, []string{"sh", "-c", "echo in; exit 4"}); err != nil || code != 4 || strings.TrimSpace(string(out)) != "in" {
 		t.Errorf("exec = %q, %d, %v; want \"in\", 4", out, code, err)
 	}
@@ -320,6 +323,12 @@ func TestWaitHonoursContext(t *testing.T) {
 	}
 	if st := e.wait(id, 30*time.Second); st.Signal != int(unix.SIGKILL) {
 		t.Errorf("exit after SIGKILL = %+v", st)
+	}
+	if exited, err := e.d.Exited(id); err != nil || !exited {
+		t.Errorf("Exited after the exit was recorded = %v, %v; want true", exited, err)
+	}
+	if _, err := e.d.Exited("no-such-container"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Exited of an unknown container = %v, want ErrNotFound", err)
 	}
 }
 

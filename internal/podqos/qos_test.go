@@ -1,10 +1,27 @@
-package admission
+package podqos
 
 import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
+
+func list(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func ctr(name string, req, lim corev1.ResourceList) corev1.Container {
+	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
+}
+
+func podWith(containers ...corev1.Container) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{Containers: containers}}
+}
 
 func TestQOSClass(t *testing.T) {
 	guaranteed := ctr("g", list("cpu", "1", "memory", "1Gi"), list("cpu", "1", "memory", "1Gi"))
@@ -51,8 +68,8 @@ func TestQOSClass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := QOSClass(tt.pod); got != tt.want {
-				t.Errorf("QOSClass = %s, want %s", got, tt.want)
+			if got := Class(tt.pod); got != tt.want {
+				t.Errorf("Class = %s, want %s", got, tt.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package admission
+package podqos
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -8,7 +8,7 @@ import (
 // extended resources) never change it.
 var qosResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 
-// QOSClass is the pod's quality of service class, computed as kubelet does. A class
+// Class is the pod's quality of service class, computed as kubelet does. A class
 // already in status.qosClass wins: it is fixed when the pod is created.
 //
 // Only positive cpu and memory quantities count. Without any request or limit the pod
@@ -18,15 +18,16 @@ var qosResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemo
 // to its limit, so a pod that was never defaulted, with limits only, is Burstable here
 // as in the reference). Everything else is Burstable. Pod-level resources (spec.resources), where the pod
 // sets them, replace the containers'.
-func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
+func Class(pod *corev1.Pod) corev1.PodQOSClass {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass
 	}
-	return ComputeQOSClass(pod)
+	return Compute(pod)
 }
 
-// ComputeQOSClass is QOSClass ignoring status.qosClass.
-func ComputeQOSClass(pod *corev1.Pod) corev1.PodQOSClass {
+// Compute is Class ignoring status.qosClass: what the control service fixes there
+// when a pod is created.
+func Compute(pod *corev1.Pod) corev1.PodQOSClass {
 	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
 	guaranteed := true
 	// collect adds one set of requirements and reports whether it limits both cpu

@@ -1,0 +1,84 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestUpdateAtCachedRevisionStillRefusesStaleWrites: an update naming the revision the
+// object cache holds starts from the cached copy without reading etcd. When someone
+// else (here a write straight to etcd, as another control replica would make) has
+// changed the object since, the update must still get 409 and the other write must
+// stand; an update naming the new revision then succeeds.
+func TestUpdateAtCachedRevisionStillRefusesStaleWrites(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	leases := ts.client.CoordinationV1().Leases("default")
+	holder := "node-a"
+	created, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "l"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Another replica renews the Lease behind this server's back.
+	const key = "/coordination.k8s.io/leases/default/l"
+	kv, err := ts.store.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("the Lease is not at %s: %v", key, err)
+	}
+	if strconv.FormatInt(kv.Revision, 10) != created.ResourceVersion {
+		t.Fatalf("stored revision %d, created resourceVersion %s", kv.Revision, created.ResourceVersion)
+	}
+	var other coordinationv1.Lease
+	if err := json.Unmarshal(kv.Value, &other); err != nil {
+		t.Fatal(err)
+	}
+	otherHolder := "node-b"
+	other.Spec.HolderIdentity = &otherHolder
+	data, err := json.Marshal(&other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRev, _, err := ts.store.Update(ctx, key, data, kv.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stale := created.DeepCopy()
+	mine := "node-c"
+	stale.Spec.HolderIdentity = &mine
+	if _, err := leases.Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("update at the superseded revision %s: got %v, want a conflict", created.ResourceVersion, err)
+	}
+	got, err := leases.Get(ctx, "l", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.HolderIdentity != "node-b" || got.ResourceVersion != strconv.FormatInt(newRev, 10) {
+		t.Fatalf("after the refused update: holder %q at %s, want node-b at %d", *got.Spec.HolderIdentity, got.ResourceVersion, newRev)
+	}
+
+	got.Spec.HolderIdentity = &mine
+	updated, err := leases.Update(ctx, got, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update at the current revision: %v", err)
+	}
+	// And again from the revision that update left (the cached path).
+	updated.Spec.LeaseDurationSeconds = new(int32(40))
+	again, err := leases.Update(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update at the revision of the last update: %v", err)
+	}
+	if *again.Spec.HolderIdentity != "node-c" || *again.Spec.LeaseDurationSeconds != 40 || again.UID != created.UID {
+		t.Errorf("after two updates: %+v, uid %s (created %s)", again.Spec, again.UID, created.UID)
+	}
+}
