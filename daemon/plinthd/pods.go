@@ -171,6 +171,10 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, *images.Store
 			hostIPs = append(hostIPs, a.Address)
 		}
 	}
+	metrics, err := pods.NewMetrics(r.registry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod runtime metrics: %w", err)
+	}
 	wc := &pods.WorkerConfig{
 		Runtime: driver, Images: pods.StoreImages{Store: store}, Network: pods.PodnetNetwork{Network: bridge},
 		Seccomp: seccomp.New(seccomp.Config{Root: cfg.SeccompRoot(), SeccompDefault: cfg.Pods.SeccompDefault}),
@@ -181,7 +185,7 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, *images.Store
 		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified, Swap: swap,
 		Prober: pods.Prober{Exec: driver, UserAgent: "kube-probe/" + version.String()},
 		Clock:  clock.RealClock{}, Logger: r.logger,
-		Report: r.status.report, PullSecrets: r.pullSecrets,
+		Report: r.status.report, PullSecrets: r.pullSecrets, Metrics: metrics,
 	}
 	return pods.NewSupervisor(wc, r.confirmDeletion), store, nil
 }
