@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/plinth/plinth/internal/version.version=$(VERSION)
 BIN := $(CURDIR)/bin
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all deps build run test unit e2e check generate bench clean packages test-system
+.PHONY: all deps build run test unit e2e check generate bench clean packages test-system test-vm kernel-matrix test-host
 
 all: build
 
@@ -23,11 +23,14 @@ build: deps
 run: build
 	scripts/run-local.sh
 
-# Unit, kernel, end-to-end and system tests. Kernel tests need root; with
-# PLINTH_REQUIRE_KERNEL=1 (as in CI) a missing kernel feature fails instead of skipping.
+# Unit, kernel, end-to-end and system tests, then the kernel tests again on Debian's 6.1
+# and 6.12 kernels in qemu (test-vm, 5 to 10 minutes). Kernel tests need root; with
+# PLINTH_REQUIRE_KERNEL=1 (as in CI) a missing kernel feature fails instead of skipping
+# on this machine (in the VMs a missing feature is named, see docs/kernel-matrix.md).
 test: build check
 	PLINTH_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) test-system
+	go run ./test/vm/vmtest
 
 # plinth-node and plinth-control as .deb and .rpm (nfpm; packaging/README.md).
 DIST := $(CURDIR)/dist
@@ -40,6 +43,20 @@ packages: build
 test-system: packages
 	PLINTH_BIN_DIR=$(BIN) PLINTH_DIST_DIR=$(DIST) PLINTH_VERSION=$(VERSION) \
 		go test $(GO_TEST_FLAGS) -tags system -v ./test/system/
+
+# The kernel tests again inside qemu (software emulation) on Debian's 6.1 and 6.12
+# kernels (test/vm, docs/kernel-matrix.md); kernel packages are cached in
+# /var/cache/plinth/vm. Fails on any failing test; a missing kernel feature is named.
+test-vm: deps
+	go run ./test/vm/vmtest
+
+# test-vm, and the results written into docs/kernel-matrix.md.
+kernel-matrix: deps
+	go run ./test/vm/vmtest -doc docs/kernel-matrix.md
+
+# The same suites on this machine's own kernel (the Vagrant and lima machines of test/vm).
+test-host:
+	go run ./test/vm/vmtest -host
 
 # The end-to-end tests alone.
 e2e: build

@@ -20,6 +20,8 @@ debian_packages=(
 	nftables        # nft: tests check that `nft list ruleset` prints plinthd's tables (plinthd itself never runs it)
 	debootstrap     # the system tests' Debian root (test/system, cached in /var/cache/plinth)
 	systemd-container # systemd-nspawn boots that root for the system tests
+	qemu-system-x86 # make test-vm: the kernel tests on Debian's 6.1 and 6.12 kernels under qemu
+	xz-utils        # make test-vm: 6.12's modules ship as .ko.xz
 )
 
 missing=()

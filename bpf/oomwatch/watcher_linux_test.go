@@ -16,9 +16,12 @@ import (
 	"github.com/plinth/plinth/internal/kerneltest"
 )
 
-// kernelPassesVictim reports whether oom:mark_victim passes the victim's task_struct
-// (recent kernels) rather than its pid alone (older ones, 6.1 among them).
-func kernelPassesVictim() error {
+// tpBTFSeesVictim reports whether the tp_btf program can load here: oom:mark_victim
+// must pass the victim's task_struct (recent kernels; older ones, 6.1 among them, pass
+// its pid alone), and mm_struct.rss_stat must be the per-CPU counter array of 6.2 and
+// later that the program reads. Debian's 6.1.192 has the first (backported) but not the
+// second, so the loader must refuse tp_btf there too and fall back.
+func tpBTFSeesVictim() error {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
 		return err
@@ -38,6 +41,41 @@ func kernelPassesVictim() error {
 	if p, ok := proto.Params[1].Type.(*btf.Pointer); !ok || p.Target.TypeName() != "task_struct" {
 		return fmt.Errorf("mark_victim's argument is %v, not a task_struct pointer", proto.Params[1].Type)
 	}
+	var mm *btf.Struct
+	if err := spec.TypeByName("mm_struct", &mm); err != nil {
+		return err
+	}
+	rss := findMember(mm.Members, "rss_stat")
+	if rss == nil {
+		return fmt.Errorf("mm_struct has no rss_stat")
+	}
+	if _, ok := rss.Type.(*btf.Array); !ok {
+		return fmt.Errorf("mm_struct.rss_stat is %v, not the per-CPU counter array (Linux 6.2+) the program reads", rss.Type)
+	}
+	return nil
+}
+
+// findMember looks for a named member, also inside anonymous structs and unions
+// (mm_struct keeps its fields in one, for layout randomisation).
+func findMember(members []btf.Member, name string) *btf.Member {
+	for i, m := range members {
+		if m.Name == name {
+			return &members[i]
+		}
+		if m.Name != "" {
+			continue
+		}
+		switch inner := m.Type.(type) {
+		case *btf.Struct:
+			if found := findMember(inner.Members, name); found != nil {
+				return found
+			}
+		case *btf.Union:
+			if found := findMember(inner.Members, name); found != nil {
+				return found
+			}
+		}
+	}
 	return nil
 }
 
@@ -45,12 +83,12 @@ func TestOOMKillReported(t *testing.T) {
 	kerneltest.Require(t, kerneltest.Root, kerneltest.BTF, memcgtest.MemoryCgroup)
 
 	t.Run("tp_btf", func(t *testing.T) {
-		if err := kernelPassesVictim(); err != nil {
+		if err := tpBTFSeesVictim(); err != nil {
 			// Nothing for tp_btf to read: the kernel must refuse it and Auto fall back.
 			t.Logf("tp_btf cannot see the victim here (%v)", err)
 			if w, err := Load(Options{Mode: attach.BTF}); err == nil {
 				w.Close()
-				t.Fatal("tp_btf mark_victim program loaded on a kernel that passes only the pid")
+				t.Fatal("tp_btf mark_victim program loaded on a kernel whose victim it cannot read")
 			}
 			w, err := Load(Options{Logger: testLogger(t)})
 			if err != nil {

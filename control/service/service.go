@@ -43,6 +43,7 @@ import (
 	"github.com/plinth/plinth/control/pki"
 	"github.com/plinth/plinth/control/registry"
 	"github.com/plinth/plinth/control/storage"
+	"github.com/plinth/plinth/internal/profiling"
 	plinthversion "github.com/plinth/plinth/internal/version"
 )
 
@@ -180,7 +181,9 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 
 	g, gctx := errgroup.WithContext(ctx)
 	if profilingLn != nil {
-		g.Go(func() error { return serveProfiling(gctx, profilingLn, logger.With("component", "profiling")) })
+		g.Go(func() error {
+			return profiling.Serve(gctx, profilingLn, "--profiling-address", logger.With("component", "profiling"))
+		})
 	}
 	// The API stops serving only after the control loops stopped and the leader Lease
 	// was released through it (or 5 s passed), so another replica, or this one

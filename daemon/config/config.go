@@ -49,6 +49,18 @@ type Config struct {
 	NodeStatusReportFrequency metav1.Duration `json:"nodeStatusReportFrequency"`
 	// HealthzBindAddress is the host:port of the /healthz endpoint.
 	HealthzBindAddress string `json:"healthzBindAddress"`
+	// KubeAPIQPS and KubeAPIBurst rate-limit plinthd's requests to the control
+	// service (kubelet's fields, with its defaults 50 and 100): every pod's status
+	// writes, deletion confirmations and admission reads share them, so client-go's
+	// own defaults (5 and 10) made a node starting 100 pods wait tens of seconds to
+	// report them Running.
+	KubeAPIQPS   int32 `json:"kubeAPIQPS"`
+	KubeAPIBurst int32 `json:"kubeAPIBurst"`
+	// ProfilingAddress, when set, is the host:port where Go's pprof profiles are
+	// served under /debug/pprof/, without authentication (keep it on loopback); empty
+	// serves none. Kubelet serves them on its API (enableProfilingHandler); plinthd
+	// keeps them apart, as plinth-control's --profiling-address.
+	ProfilingAddress string `json:"profilingAddress"`
 	// LockFile is the file locked so that only one plinthd runs per node.
 	LockFile string `json:"lockFile"`
 	// StateDir holds plinthd's state (pki, seccomp, images, pods, checkpoints).
@@ -168,6 +180,8 @@ func Defaults() Config {
 		LockFile:                  "/run/plinth/plinthd.lock",
 		StateDir:                  "/var/lib/plinth",
 		MaxPods:                   110,
+		KubeAPIQPS:                50,
+		KubeAPIBurst:              100,
 		NodeAPIBindAddress:        "0.0.0.0:10250",
 		PodLogsDir:                "/var/log/pods",
 

@@ -30,6 +30,7 @@ type Flags struct {
 	nodePortAddresses  listValue
 	nodeAPIBindAddress string
 	podLogsDir         string
+	profilingAddress   string
 	failSwapOn         bool
 }
 
@@ -49,6 +50,7 @@ const (
 	flagNodePortAddresses  = "nodeport-addresses"
 	flagNodeAPIBindAddress = "node-api-bind-address"
 	flagPodLogsDir         = "pod-logs-dir"
+	flagProfilingAddress   = "profiling-address"
 	flagFailSwapOn         = "fail-swap-on"
 )
 
@@ -65,6 +67,7 @@ var fieldOfFlag = map[string]string{
 	flagNodePortAddresses:  "proxy.nodePortAddresses",
 	flagNodeAPIBindAddress: "nodeAPIBindAddress",
 	flagPodLogsDir:         "podLogsDir",
+	flagProfilingAddress:   "profilingAddress",
 	flagFailSwapOn:         "failSwapOn",
 }
 
@@ -103,6 +106,8 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 		"host:port of the node API (logs, pods, resource metrics); empty turns it off (config: nodeAPIBindAddress)")
 	fs.StringVar(&f.podLogsDir, flagPodLogsDir, d.PodLogsDir,
 		"directory of the pods' container logs (config: podLogsDir)")
+	fs.StringVar(&f.profilingAddress, flagProfilingAddress, d.ProfilingAddress,
+		"host:port to serve Go's pprof profiles on under /debug/pprof/, without authentication (keep it on loopback); empty serves none (config: profilingAddress)")
 	return f
 }
 
@@ -173,6 +178,8 @@ func (f *Flags) apply(c *Config, set map[string]bool) {
 			c.NodeAPIBindAddress = f.nodeAPIBindAddress
 		case flagPodLogsDir:
 			c.PodLogsDir = f.podLogsDir
+		case flagProfilingAddress:
+			c.ProfilingAddress = f.profilingAddress
 		case flagFailSwapOn:
 			c.FailSwapOn = f.failSwapOn
 		}

@@ -50,6 +50,7 @@ func TestFlagsOverrideFiles(t *testing.T) {
 		"--hostname-override", "flag-node",
 		"--node-api-bind-address", "127.0.0.1:10350",
 		"--pod-logs-dir", "/srv/flag-logs",
+		"--profiling-address", "127.0.0.1:6060",
 	)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -72,6 +73,7 @@ func TestFlagsOverrideFiles(t *testing.T) {
 	want.HostnameOverride = "flag-node"
 	want.NodeAPIBindAddress = "127.0.0.1:10350"
 	want.PodLogsDir = "/srv/flag-logs"
+	want.ProfilingAddress = "127.0.0.1:6060"
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("config =\n%+v\nwant\n%+v", c, want)
 	}
@@ -187,6 +189,7 @@ func TestFlagValueErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--healthz-bind-address", "nope"}, []string{"flag --healthz-bind-address", `"nope"`}},
 		{[]string{"--node-api-bind-address", "10250"}, []string{"flag --node-api-bind-address", "nodeAPIBindAddress", `"10250"`}},
 		{[]string{"--pod-logs-dir", "logs"}, []string{"flag --pod-logs-dir", "podLogsDir", "absolute"}},
+		{[]string{"--profiling-address", "6060"}, []string{"flag --profiling-address", "profilingAddress", `"6060"`}},
 		{[]string{"--hostname-override", "Not_A_Name"}, []string{"flag --hostname-override", `"Not_A_Name"`}},
 		{[]string{"--nodeport-addresses", "primary,10.0.0.0/8"}, []string{"flag --nodeport-addresses", "proxy.nodePortAddresses", `"primary,10.0.0.0/8"`}},
 		{[]string{"--nodeport-addresses", "127.0.0.1/32"}, []string{"flag --nodeport-addresses", "loopback"}},
@@ -219,7 +222,7 @@ func TestFlagsAreRegistered(t *testing.T) {
 	BindFlags(fs)
 	names := []string{"config", "config-dir", "kubeconfig", "hostname-override", "node-ip", "register-node",
 		"node-labels", "register-with-taints", "lock-file", "healthz-bind-address", "state-dir", "nodeport-addresses",
-		"node-api-bind-address", "pod-logs-dir", "fail-swap-on"}
+		"node-api-bind-address", "pod-logs-dir", "profiling-address", "fail-swap-on"}
 	for _, n := range names {
 		if fs.Lookup(n) == nil {
 			t.Errorf("flag --%s is not registered", n)

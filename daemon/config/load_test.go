@@ -380,6 +380,9 @@ nodeLeaseDurationSeconds: 60
 nodeStatusUpdateFrequency: 15s
 nodeStatusReportFrequency: 1m
 healthzBindAddress: "[::1]:10248"
+kubeAPIQPS: 20
+kubeAPIBurst: 40
+profilingAddress: "127.0.0.1:6060"
 lockFile: /run/plinth/test.lock
 stateDir: /srv/plinth
 maxPods: 250
@@ -444,6 +447,9 @@ pods:
 		LockFile:                 "/run/plinth/test.lock",
 		StateDir:                 "/srv/plinth",
 		MaxPods:                  250,
+		KubeAPIQPS:               20,
+		KubeAPIBurst:             40,
+		ProfilingAddress:         "127.0.0.1:6060",
 		SystemReserved:           map[string]string{"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "10Gi", "pid": "1000"},
 		KubeReserved:             map[string]string{"cpu": "100m", "memory": "256Mi"},
 		// Merged key by key over the default hard thresholds.

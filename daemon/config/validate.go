@@ -57,6 +57,15 @@ func (c Config) validate() field.ErrorList {
 	if c.NodeAPIBindAddress != "" {
 		errs = append(errs, validateHostPort(field.NewPath("nodeAPIBindAddress"), c.NodeAPIBindAddress)...)
 	}
+	if c.KubeAPIQPS <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("kubeAPIQPS"), c.KubeAPIQPS, "must be a positive number of requests per second"))
+	}
+	if c.KubeAPIBurst <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("kubeAPIBurst"), c.KubeAPIBurst, "must be a positive number of requests"))
+	}
+	if c.ProfilingAddress != "" {
+		errs = append(errs, validateHostPort(field.NewPath("profilingAddress"), c.ProfilingAddress)...)
+	}
 	if c.TLSCertFile != "" {
 		errs = append(errs, validateAbsPath(field.NewPath("tlsCertFile"), c.TLSCertFile)...)
 	}

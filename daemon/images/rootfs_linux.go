@@ -232,7 +232,40 @@ func mountOverlay(containerDir string, lowers []string) error {
 		}
 		return nil
 	}
-	return mountOverlayFSConfig(rootfs, lowers, upper, work)
+	err = mountOverlayFSConfig(rootfs, lowers, upper, work)
+	if !errors.Is(err, errNoLowerdirPlus) {
+		return err
+	}
+	// Kernels before 6.8 (Debian 12's 6.1, Ubuntu 22.04's 5.15): name the layers by
+	// descriptor instead, which fits a few hundred layers in the page.
+	return mountOverlayByDescriptors(rootfs, lowers, upper, work)
+}
+
+// errNoLowerdirPlus: the kernel refused fsconfig's lowerdir+ (added in Linux 6.8).
+var errNoLowerdirPlus = errors.New("the kernel has no overlayfs lowerdir+ (Linux 6.8)")
+
+// mountOverlayByDescriptors mounts with mount(2), naming each lower layer by an O_PATH
+// descriptor of this process (/proc/self/fd/N, which overlayfs follows when it looks the
+// layer up at mount time) rather than by its path, so that an image with many layers
+// fits mount(2)'s one page of options on kernels without lowerdir+.
+func mountOverlayByDescriptors(rootfs string, lowers []string, upper, work string) error {
+	names := make([]string, len(lowers))
+	for i, l := range lowers {
+		fd, err := unix.Open(l, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("overlay on %s: open layer %s: %w", rootfs, l, err)
+		}
+		defer unix.Close(fd)
+		names[i] = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
+	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(names, ":"), upper, work)
+	if len(data) >= os.Getpagesize()-1 {
+		return fmt.Errorf("overlay on %s: %d layers exceed mount(2)'s option page even named by descriptor, and %w", rootfs, len(lowers), errNoLowerdirPlus)
+	}
+	if err := unix.Mount("overlay", rootfs, "overlay", 0, data); err != nil {
+		return fmt.Errorf("mount overlay on %s (%d layers named by descriptor): %w", rootfs, len(lowers), err)
+	}
+	return nil
 }
 
 // mountOverlayFSConfig mounts through the new mount API, adding lowerdirs one by one
@@ -246,6 +279,12 @@ func mountOverlayFSConfig(rootfs string, lowers []string, upper, work string) er
 	defer unix.Close(fsfd)
 	for _, l := range lowers {
 		if err := unix.FsconfigSetString(fsfd, "lowerdir+", l); err != nil {
+			// 6.5 to 6.7 refuse the unknown parameter at once; before 6.5 overlayfs
+			// takes legacy options, which the VFS collects into one page and refuses
+			// (EINVAL too) when they overflow it, as these do.
+			if errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("overlay on %s: %d layers exceed mount(2)'s option page and %w: %w", rootfs, len(lowers), errNoLowerdirPlus, err)
+			}
 			return fmt.Errorf("overlay on %s: %d layers exceed mount(2)'s option page and lowerdir+ failed: %w", rootfs, len(lowers), err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"golang.org/x/sys/unix"
 
 	"github.com/plinth/plinth/daemon/images/imagetest"
 	"github.com/plinth/plinth/internal/kerneltest"
@@ -103,7 +104,8 @@ func countMounts(t *testing.T, path string) int {
 }
 
 // Forty layers make the lowerdir list longer than mount(2)'s one-page option string;
-// the root is mounted through fsconfig's lowerdir+ instead.
+// the root is mounted through fsconfig's lowerdir+ instead, or, on kernels before 6.8,
+// with the layers named by descriptor.
 func TestOverlayRootWithManyLayers(t *testing.T) {
 	kerneltest.Require(t, kerneltest.Root, kerneltest.OverlayFS)
 	s, _ := newTestStore(t, RootFSOverlay)
@@ -222,5 +224,45 @@ func TestConcurrentPrepareMountsOnce(t *testing.T) {
 	}
 	if n := countMounts(t, filepath.Join(containerDir, rootfsDirName)); n != 1 {
 		t.Fatalf("%d mounts after concurrent prepares, want 1", n)
+	}
+}
+
+// The fallback for kernels without lowerdir+, exercised on every kernel: forty layers
+// with long paths, named by descriptor, all visible in the merged root.
+func TestOverlayByDescriptorsWithManyLayers(t *testing.T) {
+	kerneltest.Require(t, kerneltest.Root, kerneltest.OverlayFS)
+	dir := t.TempDir()
+	long := strings.Repeat("d", 100)
+	var lowers []string
+	for i := range 40 {
+		l := filepath.Join(dir, fmt.Sprintf("%s-%02d", long, i))
+		if err := os.MkdirAll(l, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(l, fmt.Sprintf("f%02d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lowers = append(lowers, l)
+	}
+	if n := len(strings.Join(lowers, ":")); n < os.Getpagesize() {
+		t.Fatalf("lowerdir list of %d bytes fits in a page; the test needs it not to", n)
+	}
+	root, upper, work := filepath.Join(dir, "rootfs"), filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	for _, d := range []string{root, upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mountOverlayByDescriptors(root, lowers, upper, work); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(root, 0); err != nil {
+			t.Errorf("unmount %s: %v", root, err)
+		}
+	})
+	entries, err := os.ReadDir(root)
+	if err != nil || len(entries) != 40 {
+		t.Fatalf("root holds %d entries (%v), want 40", len(entries), err)
 	}
 }

@@ -65,6 +65,11 @@ type podRuntime struct {
 	// shuttingDown reports a graceful node shutdown under way (nil when the feature is
 	// off); set before run.
 	shuttingDown func() bool
+
+	// lastNode is the node as admission last read it, to admit from when a read fails.
+	lastNodeMu sync.Mutex
+	lastNode   *corev1.Node
+	lastNodeAt time.Time
 }
 
 func newPodRuntime(cfg config.Config, client nodeclient.Interface, nodeName string, registry prometheus.Registerer, logger *slog.Logger) *podRuntime {
@@ -171,6 +176,10 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, *images.Store
 			hostIPs = append(hostIPs, a.Address)
 		}
 	}
+	metrics, err := pods.NewMetrics(r.registry)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod runtime metrics: %w", err)
+	}
 	wc := &pods.WorkerConfig{
 		Runtime: driver, Images: pods.StoreImages{Store: store}, Network: pods.PodnetNetwork{Network: bridge},
 		Seccomp: seccomp.New(seccomp.Config{Root: cfg.SeccompRoot(), SeccompDefault: cfg.Pods.SeccompDefault}),
@@ -181,7 +190,7 @@ func (r *podRuntime) build(ctx context.Context) (*pods.Supervisor, *images.Store
 		PodPidsLimit: cfg.Pods.PodPidsLimit, Limits: limits, CgroupNamespace: host.Mode == cgroup.Unified, Swap: swap,
 		Prober: pods.Prober{Exec: driver, UserAgent: "kube-probe/" + version.String()},
 		Clock:  clock.RealClock{}, Logger: r.logger,
-		Report: r.status.report, PullSecrets: r.pullSecrets,
+		Report: r.status.report, PullSecrets: r.pullSecrets, Metrics: metrics,
 	}
 	return pods.NewSupervisor(wc, r.confirmDeletion), store, nil
 }
@@ -404,15 +413,25 @@ func (r *podRuntime) pullSecrets(pod *corev1.Pod) []corev1.Secret {
 	return secrets
 }
 
-// currentNode reads this node for admission; nil when it cannot be read.
+// currentNode reads this node for admission. When the read fails (a busy or
+// unreachable control service) it returns the node as last read, as kubelet admits from
+// its informer's copy: refusing every pod because one GET failed would fail pods the
+// node has room for. nil only when the node was never read.
 func (r *podRuntime) currentNode(ctx context.Context) *corev1.Node {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	n, err := r.client.Nodes().Get(ctx, r.nodeName, getOptions)
+	r.lastNodeMu.Lock()
+	defer r.lastNodeMu.Unlock()
 	if err != nil {
-		r.logger.Warn("reading the node for pod admission", "err", err)
-		return nil
+		if r.lastNode == nil {
+			r.logger.Warn("reading the node for pod admission; no earlier copy to admit from", "err", err)
+			return nil
+		}
+		r.logger.Warn("reading the node for pod admission; admitting from the copy read earlier", "read_at", r.lastNodeAt, "err", err)
+		return r.lastNode.DeepCopy()
 	}
+	r.lastNode, r.lastNodeAt = n.DeepCopy(), time.Now()
 	return n
 }
 

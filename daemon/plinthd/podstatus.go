@@ -34,7 +34,10 @@ type podRef struct {
 
 // podStatusWriter writes the pods' status through the API, in its own goroutine so a
 // slow control service never holds a pod worker up: only the latest status of each
-// pod is kept, and a status equal to the one last written is not written again.
+// pod is kept, and a status equal to the one last written is not written again. A
+// write starts from the pod the previous write returned, so a pod's later writes cost
+// one request rather than a read and a write; a conflict (the pod changed meanwhile)
+// reads it afresh and writes again.
 type podStatusWriter struct {
 	client nodeclient.Interface
 	logger *slog.Logger
@@ -44,6 +47,8 @@ type podStatusWriter struct {
 	pods    map[types.UID]podRef // the pods bound to the node, as the informer lists them
 	pending map[types.UID]corev1.PodStatus
 	written map[types.UID]corev1.PodStatus
+	// stored is each pod as the last status write returned it (a write's base).
+	stored map[types.UID]*corev1.Pod
 	// latest is each running pod with its last reported status, for the node API.
 	latest map[types.UID]*corev1.Pod
 	// flushed is closed and replaced after every flush, waking waitWritten.
@@ -56,7 +61,7 @@ const retryStatusAfter = time.Second
 func newPodStatusWriter(client nodeclient.Interface, logger *slog.Logger) *podStatusWriter {
 	return &podStatusWriter{client: client, logger: logger, wake: make(chan struct{}, 1),
 		pods: map[types.UID]podRef{}, pending: map[types.UID]corev1.PodStatus{}, written: map[types.UID]corev1.PodStatus{},
-		latest: map[types.UID]*corev1.Pod{}, flushed: make(chan struct{})}
+		stored: map[types.UID]*corev1.Pod{}, latest: map[types.UID]*corev1.Pod{}, flushed: make(chan struct{})}
 }
 
 // track records the pods bound to the node; statuses of pods no longer listed are
@@ -74,6 +79,7 @@ func (w *podStatusWriter) track(list []*corev1.Pod) {
 			delete(w.pods, uid)
 			delete(w.pending, uid)
 			delete(w.written, uid)
+			delete(w.stored, uid)
 			delete(w.latest, uid)
 		}
 	}
@@ -87,6 +93,7 @@ func (w *podStatusWriter) forget(uid types.UID) (podRef, bool) {
 	delete(w.pods, uid)
 	delete(w.pending, uid)
 	delete(w.written, uid)
+	delete(w.stored, uid)
 	delete(w.latest, uid)
 	return ref, ok
 }
@@ -179,8 +186,13 @@ func (w *podStatusWriter) waitWritten(ctx context.Context, uid types.UID) bool {
 	}
 }
 
-// flush writes every queued status once; it reports whether a write failed (and stays
-// queued).
+// statusWritesInFlight bounds the status writes flush sends at once: one pod's slow
+// write (a conflict, a busy control service) does not hold back the others', while a
+// burst of pod starts does not become a burst of as many requests.
+const statusWritesInFlight = 8
+
+// flush writes every queued status once, up to statusWritesInFlight pods at a time;
+// it reports whether a write failed (and stays queued).
 func (w *podStatusWriter) flush(ctx context.Context) (failed bool) {
 	defer func() {
 		w.mu.Lock()
@@ -202,56 +214,91 @@ func (w *podStatusWriter) flush(ctx context.Context) (failed bool) {
 		refs[uid] = w.pods[uid]
 	}
 	w.mu.Unlock()
+	var writers sync.WaitGroup
+	slots := make(chan struct{}, statusWritesInFlight)
 	for uid, st := range batch {
 		if ctx.Err() != nil {
-			return false
+			break
 		}
-		err := w.write(ctx, uid, refs[uid], st)
-		w.mu.Lock()
-		switch {
-		case err == nil:
-			w.written[uid] = st
-			if cur, ok := w.pending[uid]; ok && reflect.DeepEqual(cur, st) {
+		slots <- struct{}{}
+		writers.Go(func() {
+			defer func() { <-slots }()
+			err := w.write(ctx, uid, refs[uid], st)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			switch {
+			case err == nil:
+				w.written[uid] = st
+				if cur, ok := w.pending[uid]; ok && reflect.DeepEqual(cur, st) {
+					delete(w.pending, uid)
+				}
+			case apierrors.IsNotFound(err) && refs[uid].Static:
+				// A static pod's mirror pod may not exist yet (MirrorPods creates it
+				// beside the runtime): the status stays queued for when it does, or
+				// until the static pod goes (forget).
+				failed = true
+			case apierrors.IsNotFound(err): // a conflict is retried with the pod read again
 				delete(w.pending, uid)
+			case apierrors.IsInvalid(err):
+				// Refused for good (a terminal phase cannot change): retrying cannot help.
+				delete(w.pending, uid)
+				w.logger.Warn("pod status refused by the control service; not retried", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
+			case ctx.Err() != nil:
+			default:
+				failed = true
+				w.logger.Warn("writing pod status", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
 			}
-		case apierrors.IsNotFound(err): // a conflict is retried with the pod read again
-			delete(w.pending, uid)
-		case apierrors.IsInvalid(err):
-			// Refused for good (a terminal phase cannot change): retrying cannot help.
-			delete(w.pending, uid)
-			w.logger.Warn("pod status refused by the control service; not retried", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
-		default:
-			failed = true
-			w.logger.Warn("writing pod status", "pod", refs[uid].Namespace+"/"+refs[uid].Name, "err", err)
-		}
-		w.mu.Unlock()
+		})
 	}
+	writers.Wait()
 	return failed
 }
 
-// write replaces the pod's status; the pod is read first so the write carries the
-// stored object's resourceVersion and UID (another pod of the same name is not ours).
+// write replaces the pod's status. It starts from the pod as the last write returned
+// it, else reads it, so the write carries the stored object's resourceVersion and UID
+// (another pod of the same name is not ours); a conflict means the pod changed since,
+// and it is read and written once more.
 func (w *podStatusWriter) write(ctx context.Context, uid types.UID, ref podRef, st corev1.PodStatus) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	pods := w.client.Pods(ref.Namespace)
-	cur, err := pods.Get(ctx, ref.Name, getOptions)
-	if err != nil {
-		return err
+	w.mu.Lock()
+	cur := w.stored[uid].DeepCopy()
+	w.mu.Unlock()
+	fresh := cur == nil
+	for {
+		if cur == nil {
+			var err error
+			if cur, err = pods.Get(ctx, ref.Name, getOptions); err != nil {
+				return err
+			}
+		}
+		mirror := ref.Static && cur.Annotations[staticpods.AnnotationConfigMirror] == string(uid)
+		if cur.UID != uid && !mirror {
+			return apierrors.NewNotFound(corev1.Resource("pods"), ref.Name)
+		}
+		next := st
+		// The scheduler's and others' conditions (PodScheduled's times, readiness
+		// gates) are kept where the runtime does not compute the same type.
+		next.Conditions = mergeConditions(cur.Status.Conditions, st.Conditions)
+		if next.NominatedNodeName == "" {
+			next.NominatedNodeName = cur.Status.NominatedNodeName
+		}
+		cur.Status = next
+		updated, err := pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err == nil {
+			w.mu.Lock()
+			if _, tracked := w.pods[uid]; tracked {
+				w.stored[uid] = updated
+			}
+			w.mu.Unlock()
+			return nil
+		}
+		if !apierrors.IsConflict(err) || fresh {
+			return err
+		}
+		cur, fresh = nil, true
 	}
-	mirror := ref.Static && cur.Annotations[staticpods.AnnotationConfigMirror] == string(uid)
-	if cur.UID != uid && !mirror {
-		return apierrors.NewNotFound(corev1.Resource("pods"), ref.Name)
-	}
-	// The scheduler's and others' conditions (PodScheduled's times, readiness gates) are
-	// kept where the runtime does not compute the same type.
-	st.Conditions = mergeConditions(cur.Status.Conditions, st.Conditions)
-	if st.NominatedNodeName == "" {
-		st.NominatedNodeName = cur.Status.NominatedNodeName
-	}
-	cur.Status = st
-	_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-	return err
 }
 
 // mergeConditions is ours, plus those of theirs of a type we do not set.

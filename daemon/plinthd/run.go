@@ -24,6 +24,7 @@ import (
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/shutdown"
 	"github.com/plinth/plinth/daemon/watchdog"
+	"github.com/plinth/plinth/internal/profiling"
 	"github.com/plinth/plinth/internal/version"
 )
 
@@ -104,6 +105,17 @@ func Run(ctx context.Context, cfg config.Config, configFiles []string, notifier 
 		logger.Info("serving /healthz, /metrics and /pressure", "address", healthServer.Addr())
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+	if cfg.ProfilingAddress != "" {
+		ln, err := net.Listen("tcp", cfg.ProfilingAddress)
+		if err != nil {
+			return fmt.Errorf("listen on %s (profilingAddress): %w", cfg.ProfilingAddress, err)
+		}
+		wg.Go(func() {
+			if err := profiling.Serve(ctx, ln, "profilingAddress", logger.With("component", "profiling")); err != nil {
+				cancel(err)
+			}
+		})
 	}
 	// Standalone too: conditions are computed and shown in /pressure, not posted.
 	wg.Go(func() { pressureSys.run(ctx) })
@@ -228,6 +240,7 @@ func newClient(cfg config.Config, name string, logger *slog.Logger) (nodeclient.
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
 	}
 	node.ConfigureClient(restCfg, time.Duration(cfg.NodeLeaseDurationSeconds)*time.Second, "plinthd/"+version.String())
+	restCfg.QPS, restCfg.Burst = float32(cfg.KubeAPIQPS), int(cfg.KubeAPIBurst)
 	// Only the API groups plinthd uses: the clientset of every group would cost several
 	// MiB of resident memory (see nodeclient).
 	client, err := nodeclient.New(restCfg)

@@ -55,6 +55,17 @@ func (f *fakeRuntime) List() ([]runc.Checkpoint, error) {
 	return out, nil
 }
 
+func (f *fakeRuntime) ListWithIDPrefix(prefix string) ([]runc.Checkpoint, error) {
+	all, err := f.List()
+	var out []runc.Checkpoint
+	for _, cp := range all {
+		if strings.HasPrefix(cp.ID, prefix) {
+			out = append(out, cp)
+		}
+	}
+	return out, err
+}
+
 func (f *fakeRuntime) Exited(id string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -25,8 +25,16 @@ type Supervisor struct {
 
 	mu      sync.Mutex
 	workers map[types.UID]*supervised
-	wg      sync.WaitGroup
+	// confirmed holds the pods terminated for deletion, with when gone was last
+	// called for each: the API keeps listing a pod (with its deletionTimestamp) until
+	// the confirmation lands, and every Sync meanwhile must not terminate it again.
+	confirmed map[types.UID]time.Time
+	wg        sync.WaitGroup
 }
+
+// reconfirmAfter is how long a terminated pod may stay listed before gone is called
+// for it again (its confirmation was lost or refused).
+const reconfirmAfter = 30 * time.Second
 
 type supervised struct {
 	w           *PodWorker
@@ -37,7 +45,7 @@ type supervised struct {
 
 // NewSupervisor returns a Supervisor whose workers use cfg; gone may be nil.
 func NewSupervisor(cfg *WorkerConfig, gone func(uid types.UID)) *Supervisor {
-	return &Supervisor{cfg: cfg, gone: gone, workers: map[types.UID]*supervised{}}
+	return &Supervisor{cfg: cfg, gone: gone, workers: map[types.UID]*supervised{}, confirmed: map[types.UID]time.Time{}}
 }
 
 // Sync makes the workers match pods, the pods bound to this node: a new pod gets a
@@ -57,6 +65,12 @@ func (s *Supervisor) Sync(pods []*corev1.Pod) {
 		case p.DeletionTimestamp == nil && !running && !terminal(p):
 			s.start(p)
 		case p.DeletionTimestamp != nil && !running:
+			if at, done := s.confirmed[p.UID]; done {
+				// Its containers are gone and its deletion confirmed; the API has
+				// not caught up yet.
+				s.reconfirm(p.UID, at)
+				break
+			}
 			// Deleted while no worker ran it (plinthd was down, or the pod had
 			// finished before this plinthd started): stop whatever containers the
 			// runtime still has for it, so the deletion can be confirmed.
@@ -68,6 +82,21 @@ func (s *Supervisor) Sync(pods []*corev1.Pod) {
 			s.terminate(uid, sv, nil)
 		}
 	}
+	for uid := range s.confirmed {
+		if _, ok := listed[uid]; !ok {
+			delete(s.confirmed, uid)
+		}
+	}
+}
+
+// reconfirm calls gone again for a terminated pod still listed reconfirmAfter after
+// the last call. Called with s.mu held.
+func (s *Supervisor) reconfirm(uid types.UID, last time.Time) {
+	if s.gone == nil || s.cfg.Clock.Since(last) < reconfirmAfter {
+		return
+	}
+	s.confirmed[uid] = s.cfg.Clock.Now()
+	s.wg.Go(func() { s.gone(uid) })
 }
 
 // terminal pods (Succeeded or Failed in the API) are not started again, as kubelet.
@@ -107,6 +136,7 @@ func (s *Supervisor) terminate(uid types.UID, sv *supervised, latest *corev1.Pod
 		}
 		s.mu.Lock()
 		delete(s.workers, uid)
+		s.confirmed[uid] = s.cfg.Clock.Now()
 		s.mu.Unlock()
 		if s.gone != nil {
 			s.gone(uid)

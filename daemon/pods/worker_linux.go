@@ -35,8 +35,10 @@ type ContainerRuntime interface {
 	Stop(ctx context.Context, id string, sig unix.Signal, grace time.Duration) (runc.ExitStatus, error)
 	Delete(ctx context.Context, id string) error
 	// List returns the checkpoints of every container the runtime knows, so a new
-	// plinthd adopts what the previous one started.
+	// plinthd adopts what the previous one started; ListWithIDPrefix those whose ID
+	// starts with a prefix (a pod's, as startContainer names them).
 	List() ([]runc.Checkpoint, error)
+	ListWithIDPrefix(prefix string) ([]runc.Checkpoint, error)
 	// Exited reports whether a container has ended (container garbage collection
 	// removes only those).
 	Exited(id string) (bool, error)
@@ -80,6 +82,8 @@ type WorkerConfig struct {
 	PullSecrets func(pod *corev1.Pod) []corev1.Secret
 	// Report receives the pod's status whenever it changes.
 	Report func(pod *corev1.Pod, status corev1.PodStatus)
+	// Metrics records operation durations and pod starts; nil records nothing.
+	Metrics *Metrics
 }
 
 // PodWorker runs one pod on the node.
@@ -99,6 +103,9 @@ type PodWorker struct {
 	probes      map[string]map[ProbeKind]*ProbeTracker
 	// statusAdjust, when set, adjusts every status reported from then on.
 	statusAdjust func(*corev1.PodStatus)
+	// startRecorded is set once the pod's start went into the metrics (or was
+	// adopted: its start was a previous plinthd's).
+	startRecorded bool
 }
 
 type exitEvent struct {
@@ -131,8 +138,10 @@ func (w *PodWorker) Run(ctx context.Context) error {
 	// (its containers ContainerCreating) and is retried with backoff, as kubelet
 	// retries a failed sandbox.
 	for delay := time.Second; ; delay = min(2*delay, maxSetupBackoff) {
+		began := w.cfg.Clock.Now()
 		err := w.setup(ctx)
 		if err == nil {
+			w.cfg.Metrics.operation(OpRunPodSandbox, began, w.cfg.Clock.Now())
 			break
 		}
 		w.cfg.Logger.Warn("pod setup failed; retrying", "pod", w.pod.Namespace+"/"+w.pod.Name, "in", delay, "err", err)
@@ -202,6 +211,10 @@ func (w *PodWorker) report() {
 		return
 	}
 	w.last = &s
+	if s.Phase == corev1.PodRunning && !w.startRecorded {
+		w.startRecorded = true
+		w.cfg.Metrics.podStarted(w.cfg.Clock.Since(w.st.StartTime))
+	}
 	if w.cfg.Report != nil {
 		w.cfg.Report(w.pod, s)
 	}
@@ -249,7 +262,7 @@ func (w *PodWorker) setup(ctx context.Context) error {
 // their checkpoint labels): running ones are watched again, never restarted; the
 // latest run of each container counts, older ones are removed.
 func (w *PodWorker) adopt(ctx context.Context) error {
-	cps, err := w.cfg.Runtime.List()
+	cps, err := w.cfg.Runtime.ListWithIDPrefix(containerIDPrefix(w.pod))
 	if err != nil {
 		w.cfg.Logger.Warn("list containers to adopt", "err", err)
 	}
@@ -271,6 +284,9 @@ func (w *PodWorker) adopt(ctx context.Context) error {
 		latest[name] = cp
 	}
 	adoptedApp := false
+	if len(latest) > 0 {
+		w.startRecorded = true
+	}
 	for name, cp := range latest {
 		cs := w.st.Container(name)
 		cs.Restarts = attemptOf(cp)
@@ -361,8 +377,11 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	if cs.Current != nil {
 		attempt++
 	}
+	began := w.cfg.Clock.Now()
 	img, err := w.cfg.Images.EnsureImage(ctx, ImageRequest{Image: c.Image, PullPolicy: c.ImagePullPolicy,
 		PullSecrets: w.pullSecrets(), BackoffKey: string(w.pod.UID) + "/" + c.Image})
+	w.cfg.Metrics.operation(OpPullImage, began, w.cfg.Clock.Now())
+	began = w.cfg.Clock.Now()
 	if err != nil {
 		reason := "ErrImagePull"
 		var pe *ImagePullError
@@ -377,7 +396,7 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.fail(c.Name, "CreateContainerError", fmt.Errorf("image %s: %w", c.Image, err))
 		return
 	}
-	id := fmt.Sprintf("%s-%s-%d", w.pod.UID, c.Name, attempt)
+	id := fmt.Sprintf("%s%s-%d", containerIDPrefix(w.pod), c.Name, attempt)
 	dir := filepath.Join(w.podDir(), c.Name, strconv.Itoa(attempt))
 	cleanup := func() {
 		_ = w.cfg.Images.RemoveRootFS(dir)
@@ -428,6 +447,8 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		w.fail(c.Name, "CreateContainerError", err)
 		return
 	}
+	w.cfg.Metrics.operation(OpCreateContainer, began, w.cfg.Clock.Now())
+	began = w.cfg.Clock.Now()
 	if err := w.cfg.Runtime.Start(ctx, id); err != nil {
 		_ = w.cfg.Runtime.Delete(context.WithoutCancel(ctx), id)
 		cleanup()
@@ -435,6 +456,7 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 		return
 	}
 	now := w.cfg.Clock.Now()
+	w.cfg.Metrics.operation(OpStartContainer, began, now)
 	cs.RecordStart(Run{ID: id, ImageID: img.ID, State: Running, StartedAt: now})
 	w.runs[c.Name] = id
 	w.stopSignals[c.Name] = stopSignal
@@ -443,6 +465,10 @@ func (w *PodWorker) startContainer(ctx context.Context, a Action) {
 	}
 	w.watch(ctx, c.Name, id)
 }
+
+// containerIDPrefix starts the runtime ID of every container of pod
+// ("<pod UID>-<container>-<attempt>").
+func containerIDPrefix(pod *corev1.Pod) string { return string(pod.UID) + "-" }
 
 func (w *PodWorker) pullSecrets() []corev1.Secret {
 	if w.cfg.PullSecrets == nil {

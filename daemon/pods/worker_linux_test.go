@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -271,11 +272,26 @@ func TestWorkerAdoptsContainersAfterRestart(t *testing.T) {
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
 			InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Command: []string{"true"}}},
 			Containers:     []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sleep", "1000"}}}}}
+	first, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.Metrics = first
 	_, halt := e.runOnly(t, pod)
 	running := func(s corev1.PodStatus) bool {
 		return len(s.ContainerStatuses) == 1 && s.ContainerStatuses[0].State.Running != nil
 	}
 	before := e.until(t, 0, "Running", running)
+	// The first plinthd started the pod: one start, and the init and app containers'
+	// operations.
+	if n := observations(t, first.podStart); n != 1 {
+		t.Errorf("pod starts recorded = %d, want 1", n)
+	}
+	for op, want := range map[string]uint64{OpRunPodSandbox: 1, OpPullImage: 2, OpCreateContainer: 2, OpStartContainer: 2} {
+		if n := observations(t, first.operations.WithLabelValues(op).(prometheus.Histogram)); n != want {
+			t.Errorf("%s observations = %d, want %d", op, n, want)
+		}
+	}
 	id := strings.TrimPrefix(before.ContainerStatuses[0].ContainerID, ContainerIDPrefix)
 	d := e.cfg.Runtime.(*runc.Driver)
 	st, err := d.State(context.Background(), id)
@@ -293,8 +309,16 @@ func TestWorkerAdoptsContainersAfterRestart(t *testing.T) {
 	e.cfg.Prober.Exec = d2
 	e.status = &statusLog{}
 	e.cfg.Report = e.status.report
+	second, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.Metrics = second
 	_, stop := e.run(t, pod)
 	after := e.until(t, 0, "Running again", running)
+	if n := observations(t, second.podStart); n != 0 {
+		t.Errorf("the adopting plinthd recorded %d pod starts, want 0 (the start was the previous one's)", n)
+	}
 	if got := after.ContainerStatuses[0]; got.ContainerID != before.ContainerStatuses[0].ContainerID || got.RestartCount != 0 {
 		t.Errorf("after the restart the app is %s with %d restarts, want %s with 0", got.ContainerID, got.RestartCount, before.ContainerStatuses[0].ContainerID)
 	}
@@ -335,6 +359,30 @@ func TestSupervisorStartsDeletesAndRemovesOrphans(t *testing.T) {
 	if term := e.status.get().ContainerStatuses[0].State.Terminated; term == nil {
 		t.Errorf("final status of the deleted pod: %+v", e.status.get().ContainerStatuses[0].State)
 	}
+	// Until the confirmation lands the API keeps listing the pod: later Syncs must not
+	// terminate it again (each did, and each confirmation was another DELETE: a
+	// hundred pods deleted together made thousands), only confirm it again after
+	// reconfirmAfter.
+	s.Sync([]*corev1.Pod{deleted})
+	if s.Running(pod.UID) {
+		t.Error("a pod already terminated and confirmed gone got a worker again")
+	}
+	e.clk.Step(reconfirmAfter)
+	s.Sync([]*corev1.Pod{deleted})
+	select {
+	case uid := <-gone:
+		if uid != pod.UID {
+			t.Errorf("confirmed again gone(%s), want %s", uid, pod.UID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a terminated pod still listed after reconfirmAfter was not confirmed again")
+	}
+	s.Sync(nil)
+	s.mu.Lock()
+	if len(s.confirmed) != 0 {
+		t.Errorf("confirmed pods no longer listed are kept: %v", s.confirmed)
+	}
+	s.mu.Unlock()
 
 	// A pod started, then plinthd stops (its containers stay) and the pod is deleted
 	// meanwhile: the next plinthd removes the orphan.

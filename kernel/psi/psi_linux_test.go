@@ -106,13 +106,16 @@ func TestNewTriggerMissingFile(t *testing.T) {
 	}
 }
 
-// TestTriggerFiresOnCPUPressure throttles three busy loops to 10% of one CPU, so they
-// are runnable but not running nearly all the time: "some" CPU stall far above the
-// 50 ms per window threshold. Without CAP_SYS_RESOURCE the window is 2 s and the kernel
-// checks the trigger only every 2 s, hence the generous bounds.
+// TestTriggerFiresOnCPUPressure throttles three busy loops to half of one CPU, so they
+// are runnable but not running most of the time (they want three CPUs): "some" CPU
+// stall far above the 50 ms per window threshold. Half rather than less, because each
+// helper starts inside the throttled cgroup: on a slow (emulated) CPU, at 10% the third
+// could not finish starting within StartHelper's 10 s. Without CAP_SYS_RESOURCE the
+// window is 2 s and the kernel checks the trigger only every 2 s, hence the generous
+// bounds.
 func TestTriggerFiresOnCPUPressure(t *testing.T) {
 	kerneltest.Require(t, kerneltest.Root, kerneltest.PSI, cgrouptest.Cgroups)
-	cg := cgrouptest.New(t, cgrouptest.Options{CPUQuota: 10 * time.Millisecond, CPUPeriod: 100 * time.Millisecond})
+	cg := cgrouptest.New(t, cgrouptest.Options{CPUQuota: 50 * time.Millisecond, CPUPeriod: 100 * time.Millisecond})
 	tr, err := psi.NewTrigger(cg.PressurePath(psi.CPU), psi.Some, 50*time.Millisecond, testWindow(t))
 	if err != nil {
 		t.Fatal(err)

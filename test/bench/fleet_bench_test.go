@@ -384,8 +384,14 @@ func runtimeMetrics(ctx context.Context, admin kubernetes.Interface, names ...st
 	if err != nil {
 		return err.Error()
 	}
+	return pickMetrics(string(raw), names...)
+}
+
+// pickMetrics picks the named unlabelled samples from a Prometheus text exposition,
+// formatted for the log (bytes in MiB).
+func pickMetrics(exposition string, names ...string) string {
 	var out []string
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range strings.Split(exposition, "\n") {
 		for _, name := range names {
 			v, ok := strings.CutPrefix(line, name+" ")
 			if !ok {

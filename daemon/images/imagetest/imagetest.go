@@ -118,6 +118,14 @@ func (r *Registry) PushBusybox(t testing.TB, repoTag string, entrypoint ...strin
 // scripts/install-deps.sh installs.
 func Busybox(t testing.TB, entrypoint ...string) v1.Image {
 	t.Helper()
+	return BusyboxWithFiles(t, nil, entrypoint...)
+}
+
+// BusyboxWithFiles is Busybox with extra files in its one layer. A distinct file per
+// image gives images whose layers differ, so each is downloaded and unpacked on its
+// own (the pod benchmark pulls one per pod).
+func BusyboxWithFiles(t testing.TB, extra []File, entrypoint ...string) v1.Image {
+	t.Helper()
 	bin, err := os.ReadFile(BusyboxPath)
 	if err != nil {
 		t.Fatalf("imagetest: %v (install the Debian package busybox-static: scripts/install-deps.sh)", err)
@@ -133,6 +141,7 @@ func Busybox(t testing.TB, entrypoint ...string) v1.Image {
 	for _, applet := range []string{"sh", "echo", "cat", "ls", "sleep", "mkdir", "true", "false", "id", "wget", "nc"} {
 		files = append(files, File{Name: "bin/" + applet, Link: "busybox"})
 	}
+	files = append(files, extra...)
 	img, err := mutate.AppendLayers(empty.Image, Layer(t, files...))
 	if err != nil {
 		t.Fatalf("imagetest: %v", err)

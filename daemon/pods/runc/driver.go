@@ -125,7 +125,13 @@ func (d *Driver) Checkpoint(id string) (Checkpoint, error) {
 // List returns the checkpoints of every container the driver (or a previous plinthd)
 // created and has not deleted: what a restarted plinthd adopts. Directories without a
 // readable checkpoint are reported in the error and skipped.
-func (d *Driver) List() ([]Checkpoint, error) {
+func (d *Driver) List() ([]Checkpoint, error) { return d.ListWithIDPrefix("") }
+
+// ListWithIDPrefix is List for the containers whose ID starts with prefix; only their
+// checkpoints are read. A pod worker adopting its own containers lists those of its
+// pod, rather than reading every container's checkpoint at every pod start (and
+// finding other pods' creates half done).
+func (d *Driver) ListWithIDPrefix(prefix string) ([]Checkpoint, error) {
 	entries, err := os.ReadDir(d.cfg.StateDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -136,7 +142,7 @@ func (d *Driver) List() ([]Checkpoint, error) {
 	var out []Checkpoint
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || checkID(e.Name()) != nil {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || checkID(e.Name()) != nil {
 			continue
 		}
 		cp, err := d.Checkpoint(e.Name())

@@ -60,3 +60,29 @@ func TestRuncEnvDropsTheServiceProtocols(t *testing.T) {
 		t.Errorf("runcEnv = %q, want %q", got, want)
 	}
 }
+
+// A pod worker lists its own pod's containers: another pod's create in flight (its
+// directory made, its checkpoint not yet written) is neither read nor reported.
+func TestListWithIDPrefixReadsOnlyMatchingContainers(t *testing.T) {
+	d := &Driver{cfg: Config{StateDir: t.TempDir()}}
+	for _, id := range []string{"uid-a-app-0", "uid-a-app-1", "uid-b-app-0"} {
+		if err := os.MkdirAll(filepath.Join(d.cfg.StateDir, id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.writeCheckpoint(Checkpoint{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = os.MkdirAll(filepath.Join(d.cfg.StateDir, "uid-c-app-0"), 0o700) // half made
+	list, err := d.ListWithIDPrefix("uid-a-")
+	var ids []string
+	for _, cp := range list {
+		ids = append(ids, cp.ID)
+	}
+	if err != nil || strings.Join(ids, ",") != "uid-a-app-0,uid-a-app-1" {
+		t.Errorf("ListWithIDPrefix(uid-a-) = %v, %v; want uid-a-app-0 and uid-a-app-1 and no error", ids, err)
+	}
+	if all, err := d.List(); len(all) != 3 || err == nil || !strings.Contains(err.Error(), "uid-c-app-0") {
+		t.Errorf("List = %d checkpoints, %v; want 3 and an error naming uid-c-app-0", len(all), err)
+	}
+}
