@@ -1,6 +1,7 @@
 package system
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,6 +87,11 @@ type ClusterOptions struct {
 	PlinthdConfigDropIn string
 	// Boot adds to the machine's boot options; the dist directory is always bound.
 	Boot BootOptions
+	// HostRunc installs the host's runc (the pinned build scripts/install-deps.sh puts
+	// in /usr/local/bin) as the machine's /usr/local/bin/runc, which plinthd's PATH
+	// lookup prefers to the /usr/sbin/runc of Debian's runc package (1.1.5) that the
+	// package's dependency brings. Without it the machine runs Debian's.
+	HostRunc bool
 }
 
 // BootCluster boots a machine from the cached bookworm root, installs plinth-control
@@ -110,6 +116,14 @@ func BootCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	if opts.PlinthdConfigDropIn != "" {
 		c.WriteFile(t, "/etc/plinth/plinthd.d/50-systest.yaml", opts.PlinthdConfigDropIn)
+	}
+	if opts.HostRunc {
+		// A copy, not a bind mount of the file: runc 1.2 and later re-execute themselves
+		// through a private overlayfs whose lowerdir is the binary's directory, and
+		// overlayfs sees what is under a file bind mount (nspawn's empty placeholder, not
+		// executable): "fork/exec /proc/self/fd/6: permission denied".
+		c.CopyIn(t, HostRuncPath, "/usr/local/bin/runc")
+		c.Run(t, "chmod", "0755", "/usr/local/bin/runc")
 	}
 	// As an operator would (packaging/README.md): install, then join. Until the
 	// kubeconfig exists plinthd exits naming it and systemd restarts it.
@@ -157,9 +171,36 @@ func (c *Cluster) Kubectl(t testing.TB, args ...string) (string, error) {
 	return c.Exec(append([]string{kubectlInMachine, "--kubeconfig", "/var/lib/plinth-control/admin.kubeconfig"}, args...)...)
 }
 
+// HostRuncPath is the runc that scripts/install-deps.sh builds on the host.
+const HostRuncPath = "/usr/local/bin/runc"
+
 // KubectlBind binds the host's kubectl (a dispatcher with its versioned binaries beside
 // it) into the machine at the same path.
 const (
 	KubectlBind      = "/usr/lib/google-cloud-sdk/bin"
 	kubectlInMachine = "/usr/lib/google-cloud-sdk/bin/kubectl"
 )
+
+// RequireRunc fails the test unless the runc plinthd finds (the same PATH lookup,
+// reported by `plinthctl check`) is the binary at path, and returns the check's reason
+// (path and version).
+func (c *Cluster) RequireRunc(t testing.TB, path string) string {
+	t.Helper()
+	out, _ := c.Exec("plinthctl", "check", "-o", "json") // non-zero when any check fails
+	var report struct {
+		Checks []struct{ Name, Status, Reason string }
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("plinthctl check -o json: %v\n%s", err, out)
+	}
+	for _, ch := range report.Checks {
+		if ch.Name == "runc" {
+			if ch.Status != "PASS" || !strings.HasPrefix(ch.Reason, path+" version ") {
+				t.Fatalf("plinthctl check: runc %s %q; want PASS for %s", ch.Status, ch.Reason, path)
+			}
+			return ch.Reason
+		}
+	}
+	t.Fatalf("plinthctl check -o json has no runc check:\n%s", out)
+	return ""
+}

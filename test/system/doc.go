@@ -12,4 +12,8 @@
 // hierarchy of the host, which its cgroup namespace is rooted at; the test's cleanup
 // powers it off, kills what is left, and removes the overlay and the cgroups, so nothing
 // stays on the host even when a test fails.
+//
+// The machine runs the pods with Debian's runc 1.1.5, which plinth-node's dependency
+// installs, unless ClusterOptions.HostRunc copies in the host's pinned build (1.5.2) as
+// /usr/local/bin/runc; TestPackages uses the first, the shutdown test the second.
 package system

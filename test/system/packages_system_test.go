@@ -37,6 +37,8 @@ func TestPackages(t *testing.T) {
 		Boot:              BootOptions{WritableCgroups: true, BindRO: []string{KubectlBind}},
 	})
 	t.Logf("cluster up in %s", time.Since(start).Round(100*time.Millisecond))
+	// The runc the package's dependency brings (Debian's 1.1.5 on bookworm).
+	t.Logf("plinthd's runc: %s", c.RequireRunc(t, "/usr/sbin/runc"))
 
 	node := c.Show(t, "plinthd.service")
 	if !strings.Contains(node["StatusText"], "registered") || node["Type"] != "notify" {
@@ -95,6 +97,10 @@ spec:
 		return false, seen + "\n" + c.Journal("plinthd.service", 5)
 	})
 	t.Logf("pod container %s running as pid %d", pod.ID, pod.Pid)
+	// runc's view is not plinthd's: the pod worker must have seen runc start return and
+	// report the container running, which the mirror pod's status in the API shows.
+	took := c.WaitFor(t, 60*time.Second, "the static pod Running in the API", c.podRunning(t, "sleeper"))
+	t.Logf("pod Running in the API %s after runc listed its container running", took.Round(100*time.Millisecond))
 
 	t.Run("watchdog restarts a hung plinthd", func(t *testing.T) {
 		before, since := c.Show(t, "plinthd.service"), time.Now().Add(-time.Second)
@@ -133,6 +139,7 @@ spec:
 				fmt.Sprintf("MainPID %s %s/%s", after["MainPID"], after["ActiveState"], after["SubState"])
 		})
 		c.requireSameContainer(t, pod)
+		c.WaitFor(t, 30*time.Second, "the adopted pod still Running in the API", c.podRunning(t, "sleeper"))
 		// The new plinthd adopted the container rather than leaving it orphaned: it is
 		// still its pod's, so the runtime keeps reporting it.
 		if j := c.JournalSince("plinthd.service", since); !strings.Contains(j, "adopted container") {
@@ -180,6 +187,19 @@ spec:
 			t.Errorf("plinthd's journal read after poweroff (%v) lacks the watchdog timeout:\n%s", err, tail([]byte(j), 10))
 		}
 	})
+}
+
+// podRunning is a WaitFor condition: the static pod name's mirror pod is Running in the
+// API with its one container running and ready, as plinthd's pod worker reported it.
+func (c *Cluster) podRunning(t testing.TB, name string) func() (bool, string) {
+	return func() (bool, string) {
+		out, err := c.Kubectl(t, "get", "pod", "-n", "default", name+"-"+NodeName, "-o",
+			`jsonpath={.status.phase} {.status.containerStatuses[0].ready} {.status.containerStatuses[0].state}`)
+		phase, rest, _ := strings.Cut(out, " ")
+		ready, state, _ := strings.Cut(rest, " ")
+		return err == nil && phase == "Running" && ready == "true" && strings.Contains(state, `"running"`),
+			fmt.Sprintf("%v: %s\n%s", err, out, c.Journal("plinthd.service", 5))
+	}
 }
 
 // containerState is one container as runc list --format json reports it.

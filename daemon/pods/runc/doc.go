@@ -8,7 +8,9 @@
 // plinthd can restart at any time (KillMode=process) without touching a workload. The
 // shim is never plinthd's child; plinthd waits for it through a pidfd, checked against
 // the shim's start time so a reused pid is never mistaken for it, and reads the exit
-// status the shim wrote.
+// status the shim wrote. runc and the shim run without the variables systemd's service
+// protocols give plinthd (NOTIFY_SOCKET above all, which would make runc start wait for
+// the container to notify readiness).
 //
 // It owns runc's state under Root (default /run/plinth/runc) and one checkpoint
 // directory per container under StateDir (default /var/lib/plinth/checkpoints/<id>:

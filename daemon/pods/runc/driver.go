@@ -172,3 +172,22 @@ func runcError(args []string, out []byte, err error) error {
 	}
 	return fmt.Errorf("runc %s: %w: %s", strings.Join(args, " "), err, msg)
 }
+
+// runcEnv is environ without the variables of systemd's service protocols that
+// plinthd's unit gives it (sd_notify, its watchdog, socket activation): the environment
+// of runc and the shim. They describe plinthd's unit, not a container. runc takes
+// NOTIFY_SOCKET as a request to pass a notify socket into the container, and `runc
+// start` then waits for the container to send READY=1, which an ordinary workload never
+// does: under Type=notify every start would hang (runc 1.1 and 1.5 alike).
+func runcEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

@@ -133,6 +133,7 @@ func (d *Driver) startShim(ctx context.Context, o CreateOptions, dir string) (Ch
 		return Checkpoint{}, err
 	}
 	defer readyR.Close()
+	cmd.Env = runcEnv(os.Environ()) // the shim's runc create inherits it
 	cmd.Stderr = shimLog
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -330,6 +331,7 @@ func (d *Driver) Exec(ctx context.Context, id string, args []string) ([]byte, in
 	}
 	full := append([]string{"--root", d.cfg.Root, "exec", id}, args...)
 	cmd := exec.CommandContext(ctx, d.cfg.Runc, full...)
+	cmd.Env = runcEnv(os.Environ())
 	var out limitedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -371,6 +373,7 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 func (d *Driver) runc(ctx context.Context, args ...string) ([]byte, error) {
 	full := append([]string{"--root", d.cfg.Root}, args...)
 	cmd := exec.CommandContext(ctx, d.cfg.Runc, full...)
+	cmd.Env = runcEnv(os.Environ())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -450,5 +451,36 @@ func TestCreateReplacesAnInterruptedCreate(t *testing.T) {
 	}
 	if _, err := e.d.Create(ctx, CreateOptions{ID: id, Bundle: filepath.Join(e.dir, "pods", "again"), LogPath: logPath}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("second create of a recorded container: %v, want already exists", err)
+	}
+}
+
+// Under systemd's Type=notify plinthd has NOTIFY_SOCKET; runc must not see it, or `runc
+// start` waits for the container to notify readiness, which busybox never does.
+func TestStartUnderNotifySocketReturns(t *testing.T) {
+	sockDir, err := os.MkdirTemp("", "plinth-notify-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: filepath.Join(sockDir, "notify"), Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	t.Setenv("NOTIFY_SOCKET", sock.LocalAddr().String())
+	e := newTestEnv(t)
+	id, logPath := e.container("notify", corev1.Container{Command: []string{"sleep", "300"}})
+	if _, err := e.d.Create(context.Background(), CreateOptions{ID: id, Bundle: filepath.Join(e.dir, "pods", "notify"), LogPath: logPath}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	// Far beyond a start's few milliseconds; were NOTIFY_SOCKET passed on, runc start
+	// would never return.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.d.Start(ctx, id); err != nil {
+		t.Fatalf("start with NOTIFY_SOCKET set: %v", err)
+	}
+	if s, err := e.d.State(context.Background(), id); err != nil || s.Status != "running" {
+		t.Errorf("state = %+v, %v; want running", s, err)
 	}
 }

@@ -52,6 +52,15 @@ func TestListReportsIncompleteCreates(t *testing.T) {
 	}
 }
 
+func TestRuncEnvDropsTheServiceProtocols(t *testing.T) {
+	got := runcEnv([]string{"PATH=/usr/bin", "NOTIFY_SOCKET=/run/systemd/notify", "WATCHDOG_USEC=30000000",
+		"WATCHDOG_PID=1", "LISTEN_FDS=1", "LISTEN_PID=1", "LISTEN_FDNAMES=x", "NOTIFY_SOCKETX=kept", "HOME=/root"})
+	want := []string{"PATH=/usr/bin", "NOTIFY_SOCKETX=kept", "HOME=/root"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("runcEnv = %q, want %q", got, want)
+	}
+}
+
 // A pod worker lists its own pod's containers: another pod's create in flight (its
 // directory made, its checkpoint not yet written) is neither read nor reported.
 func TestListWithIDPrefixReadsOnlyMatchingContainers(t *testing.T) {
