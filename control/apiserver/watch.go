@@ -152,7 +152,13 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 	// Without the previous object (its history was compacted) an update is taken to
 	// have matched before, so it is sent as MODIFIED or, if it no longer matches, DELETED.
 	prevMatch := ev.Type == storage.EventPut && !ev.Created
-	if ev.Prev != nil {
+	if ev.Prev != nil && sel.empty() && ev.Type == storage.EventPut {
+		// Everything matches an empty selector: the previous object is needed only
+		// to say whether it matched, so it is not decoded (every update of a watched
+		// object would decode its previous revision, which the object cache, holding
+		// only the latest, never has).
+		prevMatch = true
+	} else if ev.Prev != nil {
 		var err error
 		if prev, err = s.decode(r, *ev.Prev); err != nil {
 			return err
