@@ -61,7 +61,10 @@ func TestKubectlLogsThroughTheNodeAPI(t *testing.T) {
 	apiPort := freePort(t)
 	config := filepath.Join(dir, "plinthd.yaml")
 	cfg := fmt.Sprintf("nodeLeaseDurationSeconds: 4\nnodeStatusUpdateFrequency: 1s\nhealthzBindAddress: 127.0.0.1:%d\n"+
-		"nodeIP: 127.0.0.1\nnodeAPIBindAddress: 127.0.0.1:%d\npodLogsDir: %s\npods:\n  enabled: false\n", freePort(t), apiPort, logRoot)
+		"nodeIP: 127.0.0.1\nnodeAPIBindAddress: 127.0.0.1:%d\npodLogsDir: %s\npods:\n  enabled: false\n"+
+		// The Service proxy stays off: in this namespace it would program the host's
+		// nftables and leave its tables behind.
+		"proxy:\n  enabled: false\n", freePort(t), apiPort, logRoot)
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
