@@ -2,8 +2,8 @@ package scheduler
 
 import (
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/plinth/plinth/internal/podqos"
 	"github.com/plinth/plinth/internal/podrequests"
 )
 
@@ -11,20 +11,7 @@ import (
 // the plain value (bytes, counts) for everything else.
 type amounts map[v1.ResourceName]int64
 
-func amountOf(name v1.ResourceName, q resource.Quantity) int64 {
-	if name == v1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
-}
-
-func fromList(list v1.ResourceList) amounts {
-	a := make(amounts, len(list))
-	for name, q := range list {
-		a[name] = amountOf(name, q)
-	}
-	return a
-}
+func fromList(list v1.ResourceList) amounts { return amounts(podrequests.Of(list)) }
 
 func (a amounts) add(b amounts) {
 	for name, v := range b {
@@ -79,20 +66,7 @@ func demandOf(pod *v1.Pod) podDemand {
 
 // bestEffort reports the BestEffort QoS class: no container asks for or is limited in
 // cpu or memory.
-func bestEffort(pod *v1.Pod) bool {
-	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for _, c := range cs {
-			for _, list := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
-				for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-					if q, ok := list[name]; ok && !q.IsZero() {
-						return false
-					}
-				}
-			}
-		}
-	}
-	return true
-}
+func bestEffort(pod *v1.Pod) bool { return podqos.Class(pod) == v1.PodQOSBestEffort }
 
 // nodeUsage is what the pods on (or being bound to) a node take from it.
 type nodeUsage struct {
