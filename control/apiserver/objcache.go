@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
-	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -153,13 +151,11 @@ func (s *Server) remember(r *Resource, key string, revision int64, data []byte) 
 	if s.objects.limit <= 0 {
 		return
 	}
-	obj := r.New()
-	if err := json.Unmarshal(data, obj); err != nil {
+	obj, err := fromStorage(r, storage.KV{Key: key, Value: data, Revision: revision})
+	if err != nil {
 		// What was just encoded decodes; if not, the next read reports the corruption.
-		s.cfg.Logger.Error("decoding a just-written object", "key", key, "err", fmt.Sprint(err))
+		s.cfg.Logger.Error("decoding a just-written object", "key", key, "err", err)
 		return
 	}
-	setResourceVersion(obj, revision)
-	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
 	s.objects.put(key, revision, obj, len(data))
 }
