@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,8 +131,42 @@ type listObject struct {
 }
 
 // specChanged reports whether anything but metadata and status differs, which is what
-// bumps metadata.generation.
+// bumps metadata.generation. Typed objects are compared field by field with the API's
+// semantic equality (nil and empty lists, and equal quantities written differently,
+// are the same spec), which costs a fraction of converting both to unstructured maps:
+// every Lease renewal and Node update passes through here.
 func specChanged(a, b runtime.Object) (bool, error) {
+	va, vb, ok := typedPair(a, b)
+	if !ok {
+		return specChangedUnstructured(a, b)
+	}
+	for i := range va.NumField() {
+		switch va.Type().Field(i).Name {
+		case "TypeMeta", "ObjectMeta", "Status":
+			continue
+		}
+		if !apiequality.Semantic.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// typedPair returns the structs behind a and b when both are pointers to the same
+// struct type, as every built-in kind is.
+func typedPair(a, b runtime.Object) (reflect.Value, reflect.Value, bool) {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() != reflect.Pointer || va.Type() != vb.Type() || va.IsNil() || vb.IsNil() {
+		return reflect.Value{}, reflect.Value{}, false
+	}
+	if va.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, reflect.Value{}, false
+	}
+	return va.Elem(), vb.Elem(), true
+}
+
+// specChangedUnstructured is specChanged for objects that are not typed structs.
+func specChangedUnstructured(a, b runtime.Object) (bool, error) {
 	ma, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
 	if err != nil {
 		return false, err
@@ -150,9 +186,26 @@ func specChanged(a, b runtime.Object) (bool, error) {
 	return string(ja) != string(jb), nil
 }
 
-// withStatusOf returns a copy of obj whose status is taken from src, through the
-// unstructured form so it works for every kind.
+// withStatusOf returns a copy of obj whose status is a copy of src's. Neither argument
+// is changed: either may be a cached object other requests share.
 func withStatusOf(r *Resource, obj, src runtime.Object) (runtime.Object, error) {
+	out := obj.DeepCopyObject()
+	vo, _, ok := typedPair(out, src)
+	if !ok {
+		return withStatusOfUnstructured(r, obj, src)
+	}
+	status := vo.FieldByName("Status")
+	if !status.IsValid() {
+		return out, nil
+	}
+	srcCopy := reflect.ValueOf(src.DeepCopyObject()).Elem()
+	status.Set(srcCopy.FieldByName("Status"))
+	return out, nil
+}
+
+// withStatusOfUnstructured is withStatusOf through the unstructured form, for objects
+// that are not typed structs.
+func withStatusOfUnstructured(r *Resource, obj, src runtime.Object) (runtime.Object, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,6 +128,7 @@ func benchFleet(b *testing.B, size int) {
 	}
 	simCPUStart, _ := cpuTime(0)
 	waitStart := runQueueWait(pid)
+	serverStart := leaseUpdateBuckets(ctx, admin)
 	var profiles sync.WaitGroup
 	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
 		profiles.Go(func() {
@@ -149,6 +151,7 @@ func benchFleet(b *testing.B, size int) {
 	}
 	simCPUEnd, _ := cpuTime(0)
 	waited := runQueueWait(pid) - waitStart
+	serverSide := leaseUpdateBuckets(ctx, admin).since(serverStart)
 	goMemory := runtimeMetrics(ctx, admin, "go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_next_gc_bytes")
 	lease := sim.Recorder().Summary(nodesim.LeaseUpdate)
 	nodeGet := sim.Recorder().Summary(nodesim.NodeGet)
@@ -156,6 +159,7 @@ func benchFleet(b *testing.B, size int) {
 	profiles.Wait()
 	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
 		fetchProfile(b, control.profiling, "heap", filepath.Join(dir, fmt.Sprintf("control-heap-%d.pprof", size)))
+		writeOwnHeapProfile(b, filepath.Join(dir, fmt.Sprintf("simulator-heap-%d.pprof", size)))
 	}
 
 	detection := measureDetection(ctx, b, admin, nodes, max(20, size/100))
@@ -178,6 +182,7 @@ func benchFleet(b *testing.B, size int) {
 	b.Logf("Lease updates: %d (%.0f/s), %d failed (%d of them 429, retried by the client), p50 %s, p99 %s, max %s; Node reads: %d, %d failed (%d 429), p99 %s",
 		lease.Count, float64(lease.Count)/window.Seconds(), lease.Failures, lease.Throttled, ms(lease.P50), ms(lease.P99), ms(lease.Max),
 		nodeGet.Count, nodeGet.Failures, nodeGet.Throttled, ms(nodeGet.P99))
+	b.Logf("Lease updates as the control service timed them (handler only): %s", serverSide)
 	b.Logf("detection of %d stopped nodes: error against stop + %s: %s; against last renewal seen + %s: %s; %d not marked; %d running nodes wrongly marked",
 		detection.stopped, fleetGrace, detection.vsStop, fleetGrace, detection.vsRenewal, detection.unmarked, detection.falseUnknown)
 	b.ReportMetric(cores, "control-cores")
@@ -187,6 +192,7 @@ func benchFleet(b *testing.B, size int) {
 	b.ReportMetric(float64(lease.Count)/window.Seconds(), "lease-updates/s")
 	b.ReportMetric(msf(lease.P50), "lease-p50-ms")
 	b.ReportMetric(msf(lease.P99), "lease-p99-ms")
+	b.ReportMetric(100*serverSide.fractionWithin(0.05), "lease-server-within-50ms-%")
 	b.ReportMetric(float64(lease.Failures), "lease-failures")
 	b.ReportMetric(float64(lease.Throttled), "lease-429s")
 	b.ReportMetric(msf(detection.vsStop.p50), "detect-err-p50-ms")
@@ -404,4 +410,102 @@ func pickMetrics(exposition string, names ...string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// histogram is one series of a Prometheus histogram: cumulative counts by upper bound.
+type histogram struct {
+	bounds []float64
+	counts []float64
+	total  float64
+}
+
+// leaseUpdateBuckets reads the control service's request duration histogram for Lease
+// updates. The control service times a request from its handler's start, so the
+// difference from what the nodes see is time in the network stack, HTTP/2 and TLS, and
+// waiting for a CPU on either side.
+func leaseUpdateBuckets(ctx context.Context, admin kubernetes.Interface) histogram {
+	raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return histogram{}
+	}
+	return parseHistogram(string(raw), "plinth_apiserver_request_duration_seconds", `resource="leases",verb="update"`)
+}
+
+// parseHistogram picks the series of name whose labels include selector.
+func parseHistogram(exposition, name, selector string) histogram {
+	var h histogram
+	for _, line := range strings.Split(exposition, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"_bucket{")
+		if !ok || !strings.Contains(rest, selector) {
+			continue
+		}
+		_, le, ok := strings.Cut(rest, `le="`)
+		if !ok {
+			continue
+		}
+		bound, value, ok := strings.Cut(le, `"} `)
+		if !ok {
+			continue
+		}
+		count, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		if bound == "+Inf" {
+			h.total = count
+			continue
+		}
+		f, err := strconv.ParseFloat(bound, 64)
+		if err != nil {
+			continue
+		}
+		h.bounds = append(h.bounds, f)
+		h.counts = append(h.counts, count)
+	}
+	return h
+}
+
+// since is what h counted after earlier.
+func (h histogram) since(earlier histogram) histogram {
+	out := histogram{bounds: h.bounds, counts: slices.Clone(h.counts), total: h.total - earlier.total}
+	if len(earlier.counts) == len(h.counts) {
+		for i := range out.counts {
+			out.counts[i] -= earlier.counts[i]
+		}
+	}
+	return out
+}
+
+// fractionWithin is the share of observations at or under bound (which must be one of
+// the histogram's bounds); 0 when there are none.
+func (h histogram) fractionWithin(bound float64) float64 {
+	i := slices.Index(h.bounds, bound)
+	if i < 0 || h.total == 0 {
+		return 0
+	}
+	return h.counts[i] / h.total
+}
+
+func (h histogram) String() string {
+	if h.total == 0 {
+		return "none recorded"
+	}
+	var parts []string
+	for _, b := range []float64{0.005, 0.025, 0.05, 0.1, 0.2} {
+		parts = append(parts, fmt.Sprintf("%.2f%% within %gms", 100*h.fractionWithin(b), b*1000))
+	}
+	return fmt.Sprintf("%.0f requests, %s", h.total, strings.Join(parts, ", "))
+}
+
+// writeOwnHeapProfile writes this process's heap profile: the simulator's.
+func writeOwnHeapProfile(b *testing.B, out string) {
+	f, err := os.Create(out)
+	if err != nil {
+		b.Logf("simulator heap profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Logf("simulator heap profile: %v", err)
+	}
 }
