@@ -31,7 +31,15 @@ func (s *Server) groupResource(r *Resource) (gr schemaGR) {
 }
 
 func (s *Server) get(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
-	obj, _, err := s.read(req.Context(), r, info)
+	var obj runtime.Object
+	var err error
+	if req.URL.Query().Get("resourceVersion") == "0" {
+		// Any version will do: the latest this server has seen, from memory when it
+		// has it (see latestRevisions).
+		obj, err = s.readAnyVersion(req.Context(), r, info)
+	} else {
+		obj, _, err = s.read(req.Context(), r, info)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -46,6 +54,16 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, r *Resource, info
 		return
 	}
 	writeObject(w, http.StatusOK, r, obj)
+}
+
+// readAnyVersion is read for resourceVersion=0: the cached object when it is the
+// latest the server knows of, else a read from etcd.
+func (s *Server) readAnyVersion(ctx context.Context, r *Resource, info requestInfo) (runtime.Object, error) {
+	if obj, ok := s.current(r.key(info.namespace, info.name)); ok {
+		return obj, nil
+	}
+	obj, _, err := s.read(ctx, r, info)
+	return obj, err
 }
 
 // read fetches the stored object a request names.

@@ -3,8 +3,10 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,5 +82,79 @@ func TestUpdateAtCachedRevisionStillRefusesStaleWrites(t *testing.T) {
 	}
 	if *again.Spec.HolderIdentity != "node-c" || *again.Spec.LeaseDurationSeconds != 40 || again.UID != created.UID {
 		t.Errorf("after two updates: %+v, uid %s (created %s)", again.Spec, again.UID, created.UID)
+	}
+}
+
+// TestReadAtResourceVersionZeroFollowsOtherWriters: reads at resourceVersion=0 are
+// served from memory, and a change or deletion made behind this server's back (as
+// another control replica would) shows in them once etcd's watch delivers it, without
+// any read through this server in between.
+func TestReadAtResourceVersionZeroFollowsOtherWriters(t *testing.T) {
+	ts := newTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	leases := ts.client.CoordinationV1().Leases("default")
+	holder := "node-a"
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "l"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	anyVersion := metav1.GetOptions{ResourceVersion: "0"}
+	if _, err := leases.Get(ctx, "l", anyVersion); err != nil {
+		t.Fatal(err)
+	}
+
+	const key = "/coordination.k8s.io/leases/default/l"
+	kv, err := ts.store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other coordinationv1.Lease
+	if err := json.Unmarshal(kv.Value, &other); err != nil {
+		t.Fatal(err)
+	}
+	otherHolder := "node-b"
+	other.Spec.HolderIdentity = &otherHolder
+	data, err := json.Marshal(&other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRev, _, err := ts.store.Update(ctx, key, data, kv.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "a read at resourceVersion=0 to show the other replica's write", func() (bool, string) {
+		got, err := leases.Get(ctx, "l", anyVersion)
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.ResourceVersion == strconv.FormatInt(newRev, 10) && *got.Spec.HolderIdentity == "node-b",
+			"holder " + *got.Spec.HolderIdentity + " at " + got.ResourceVersion
+	})
+
+	if _, err := ts.store.Delete(ctx, key, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "a read at resourceVersion=0 to find the Lease gone", func() (bool, string) {
+		_, err := leases.Get(ctx, "l", anyVersion)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+// waitFor polls cond every 10 ms until it holds or ctx ends.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s; last: %s", what, state)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

@@ -61,6 +61,8 @@ type Server struct {
 	metrics  *requestMetrics
 	inflight *inflightLimiter
 	objects  *objectCache
+	// latest tells which cached objects are current, while TrackLatest runs.
+	latest latestRevisions
 	// watches counts open watch streams, so a shutdown can let them end cleanly
 	// before the connections close.
 	watches sync.WaitGroup

@@ -192,6 +192,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	defer stopServing()
 	leaderDone := make(chan struct{})
 	g.Go(func() error { return apiserver.Serve(serveCtx, ln, authn.wrap(api), tlsConfig, logger) })
+	g.Go(func() error { api.TrackLatest(serveCtx, clock.RealClock{}); return nil })
 	g.Go(func() error {
 		<-gctx.Done()
 		select {

@@ -112,6 +112,20 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (List
 	return res, nil
 }
 
+// Revisions returns the mod revision of every key under prefix, and the revision they
+// were read at, without reading any value.
+func (s *Store) Revisions(ctx context.Context, prefix string) (map[string]int64, int64, error) {
+	resp, err := s.client.Get(ctx, s.full(prefix), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, 0, fmt.Errorf("list keys under %s: %w", prefix, err)
+	}
+	out := make(map[string]int64, len(resp.Kvs))
+	for _, k := range resp.Kvs {
+		out[strings.TrimPrefix(string(k.Key), s.prefix)] = k.ModRevision
+	}
+	return out, resp.Header.Revision, nil
+}
+
 // Create stores value at key if no object is there, and returns the new revision.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	return s.CreateWithTTL(ctx, key, value, 0)

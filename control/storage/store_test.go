@@ -159,3 +159,58 @@ func TestWatchSeesChangesAndReportsCompaction(t *testing.T) {
 	}
 	t.Fatal("watch from a compacted revision ended without an error event")
 }
+
+func TestRevisionsAndWatchChangesFollowKeysWithoutValues(t *testing.T) {
+	s := newTestStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a, err := s.Create(ctx, "/v1/nodes/a", []byte("A"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Create(ctx, "/v1/nodes/b", []byte("B"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/v1/pods/ns/p", []byte("P")); err != nil {
+		t.Fatal(err)
+	}
+	revs, at, err := s.Revisions(ctx, "/v1/nodes/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(revs) != 2 || revs["/v1/nodes/a"] != a || revs["/v1/nodes/b"] != b || at < b {
+		t.Fatalf("Revisions = %v at %d; want a at %d and b at %d, read at %d or later", revs, at, a, b, b)
+	}
+	events := s.WatchChanges(ctx, "/v1/nodes/", at)
+	next, _, err := s.Update(ctx, "/v1/nodes/a", []byte("A2"), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := s.Delete(ctx, "/v1/nodes/b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 2 {
+		select {
+		case e := <-events:
+			if e.Type == EventError {
+				t.Fatal(e.Err)
+			}
+			if e.Type == EventProgress {
+				continue
+			}
+			if e.Prev != nil {
+				t.Fatalf("WatchChanges gave a previous value: %+v", e)
+			}
+			got = append(got, fmt.Sprintf("%d %s@%d", e.Type, e.KV.Key, e.Revision))
+		case <-ctx.Done():
+			t.Fatalf("timed out with events %v", got)
+		}
+	}
+	want := fmt.Sprintf("[%d /v1/nodes/a@%d %d /v1/nodes/b@%d]", EventPut, next, EventDelete, gone)
+	if fmt.Sprint(got) != want {
+		t.Fatalf("events %v, want %s", got, want)
+	}
+}

@@ -37,10 +37,23 @@ type Event struct {
 // error ends the stream with an EventError. The channel is closed when the watch ends;
 // the caller owns ctx and so the goroutine behind the channel.
 func (s *Store) Watch(ctx context.Context, prefix string, after int64) <-chan Event {
+	return s.watch(ctx, prefix, after, true)
+}
+
+// WatchChanges is Watch without Event.Prev: etcd then does not read each changed key's
+// previous value, which a consumer that only follows keys and revisions never uses.
+func (s *Store) WatchChanges(ctx context.Context, prefix string, after int64) <-chan Event {
+	return s.watch(ctx, prefix, after, false)
+}
+
+func (s *Store) watch(ctx context.Context, prefix string, after int64, withPrev bool) <-chan Event {
 	out := make(chan Event, 64)
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	ch := s.client.Watch(wctx, s.full(prefix),
-		clientv3.WithPrefix(), clientv3.WithRev(after+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(after + 1), clientv3.WithProgressNotify()}
+	if withPrev {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
+	ch := s.client.Watch(wctx, s.full(prefix), opts...)
 	go func() {
 		defer close(out)
 		defer cancel()

@@ -122,6 +122,14 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API scheme: %w", err)
 	}
+	return NewWithScheme(cfg, scheme)
+}
+
+// NewWithScheme is New with a scheme from NewScheme that the caller shares between
+// clients: a scheme is read-only once built, and building one per client costs tens of
+// kilobytes each, which matters to a process holding thousands of clients (the node
+// simulator).
+func NewWithScheme(cfg *rest.Config, scheme *runtime.Scheme) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()

@@ -70,11 +70,20 @@ func (a *Agent) syncStatusMeasured(parent context.Context) {
 // it last sent, because others write status too: the node lifecycle controller sets
 // Ready to Unknown while the node is unreachable, and that must be corrected as soon
 // as the node is back, not at the next periodic report.
+//
+// The first read accepts any version (resourceVersion=0), as kubelet's does: the
+// control service answers it from memory, which matters when thousands of nodes read
+// every 10 s. A copy a moment old is harmless, because a write based on it fails with
+// a conflict, and the retries read the latest.
 func (a *Agent) syncStatus(ctx context.Context) (sent bool, err error) {
 	nodes := a.client.Nodes()
 	want := desiredConditions(a.conditions)
 	for try := 1; try <= maxStatusTries; try++ {
-		current, err := nodes.Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+		opts := metav1.GetOptions{}
+		if try == 1 {
+			opts.ResourceVersion = "0"
+		}
+		current, err := nodes.Get(ctx, a.cfg.NodeName, opts)
 		if apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("node %s does not exist (not registered yet, or deleted)", a.cfg.NodeName)
 		}

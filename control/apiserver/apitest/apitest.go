@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/plinth/plinth/control/apiserver"
 	"github.com/plinth/plinth/control/registry"
@@ -111,6 +112,14 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Bind != nil {
 		opts.Bind(srv, reg)
 	}
+	// As the control service does: reads at resourceVersion=0 come from memory.
+	trackCtx, stopTracking := context.WithCancel(context.Background())
+	tracking := make(chan struct{})
+	go func() {
+		defer close(tracking)
+		srv.TrackLatest(trackCtx, clock.RealClock{})
+	}()
+	t.Cleanup(func() { stopTracking(); <-tracking })
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	cfg := &rest.Config{Host: hs.URL, QPS: -1}
