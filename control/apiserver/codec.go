@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/plinth/plinth/control/storage"
@@ -28,20 +26,13 @@ const (
 	fieldValidationIgnore = "Ignore"
 )
 
-// protobufContentType is what client-go's generated clients send for built-in kinds.
-const protobufContentType = "application/vnd.kubernetes.protobuf"
-
-// protobufDecoder reads Kubernetes' protobuf envelope for every built-in kind. Responses
-// are always JSON; client-go accepts that.
-var protobufDecoder = protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme)
-
 // decodeBody reads a create or update body, JSON or protobuf by its content type.
 func decodeBody(r *Resource, req *http.Request, body []byte, validation string) (runtime.Object, []string, error) {
 	mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	if mediaType != protobufContentType {
 		return decodeObject(r, body, validation)
 	}
-	obj, _, err := protobufDecoder.Decode(body, nil, r.New())
+	obj, _, err := protobufCodec.Decode(body, nil, r.New())
 	if err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s from protobuf: %v", r.Kind, err))
 	}
