@@ -299,9 +299,10 @@ func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, *
 		UserAgent:       "plinth-control/" + plinthversion.String(),
 	}
 	// Protobuf, as kube-controller-manager speaks: decoding the informers' watch events
-	// in JSON was a tenth of the control service's CPU at 5,000 nodes. The dynamic
-	// client the garbage collector builds from this config speaks JSON regardless (it
-	// works on unstructured objects).
+	// in JSON was a tenth of the control service's CPU at 5,000 nodes. client-go's typed
+	// clients ask for it anyway when no content type is set; this makes every request
+	// of the clientset do so. The dynamic client the garbage collector builds from this
+	// config speaks JSON regardless (it works on unstructured objects).
 	cfg.ContentType = protobufContentType
 	cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	c, err := kubernetes.NewForConfig(cfg)

@@ -51,17 +51,11 @@ type Options struct {
 
 // Server is a running API.
 type Server struct {
-	URL string
-	// Config and Client speak protobuf, as the control service's loopback client for
-	// its controllers does; clear Config's ContentType and AcceptContentTypes for a
-	// JSON client, as kubectl's.
+	URL    string
 	Config *rest.Config // a fresh copy per call of RESTConfig is safer to modify
 	Client kubernetes.Interface
 	Store  *storage.Store
 }
-
-// ProtobufContentType is Kubernetes' protobuf media type, which Config speaks.
-const ProtobufContentType = "application/vnd.kubernetes.protobuf"
 
 // RESTConfig returns a copy of the client configuration, without client-side rate limits.
 func (s *Server) RESTConfig() *rest.Config { return rest.CopyConfig(s.Config) }
@@ -120,8 +114,6 @@ func Start(t testing.TB, opts Options) *Server {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	cfg := &rest.Config{Host: hs.URL, QPS: -1}
-	cfg.ContentType = ProtobufContentType
-	cfg.AcceptContentTypes = ProtobufContentType + ",application/json"
 	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
