@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"cmp"
 	"mime"
 	"net/http"
@@ -144,14 +143,29 @@ func speaksProtobuf(r *Resource) bool {
 
 // writeProtobuf writes one object in the protobuf envelope; its kind must be set.
 func writeProtobuf(w http.ResponseWriter, code int, obj runtime.Object) {
-	var buf bytes.Buffer
-	if err := protobufCodec.Encode(obj, &buf); err != nil {
+	out := &protobufResponse{w: w, code: code}
+	if err := protobufCodec.Encode(obj, out); err != nil && !out.started {
 		writeError(w, apierrors.NewInternalError(err))
-		return
 	}
-	w.Header().Set("Content-Type", protobufContentType)
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+}
+
+// protobufResponse starts the response at the first write. The protobuf codec encodes
+// an object into a buffer of its own and writes it in one write, so a failure comes
+// before anything was written and can still be answered with a Status, and the
+// encoded object is not copied into another buffer first.
+type protobufResponse struct {
+	w       http.ResponseWriter
+	code    int
+	started bool
+}
+
+func (p *protobufResponse) Write(data []byte) (int, error) {
+	if !p.started {
+		p.started = true
+		p.w.Header().Set("Content-Type", protobufContentType)
+		p.w.WriteHeader(p.code)
+	}
+	return p.w.Write(data)
 }
 
 // protobufList builds r's typed list (a NodeList for Nodes) around objects, which

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -16,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/plinth/plinth/control/storage"
@@ -204,17 +204,18 @@ type watchEncoder struct {
 	now           func() time.Time
 
 	// buf holds the event being written (JSON) or its object (protobuf); it is reused
-	// from event to event, as are the encoders writing into it.
+	// from event to event, as are the encoders and the protobuf encoding buffer.
 	buf    bytes.Buffer
-	json   *json.Encoder     // into buf
-	frames streaming.Encoder // protobuf: WatchEvent frames to w
+	json   *json.Encoder // into buf
+	alloc  runtime.Allocator
+	frames io.Writer // protobuf: a length prefix before each write to w
 }
 
 func newWatchEncoder(w http.ResponseWriter, flusher http.Flusher, r *Resource, format responseFormat, includeObject string, now func() time.Time) *watchEncoder {
 	e := &watchEncoder{w: w, flusher: flusher, r: r, format: format, includeObject: includeObject, now: now}
 	e.json = json.NewEncoder(&e.buf)
 	if format == formatProtobuf {
-		e.frames = streaming.NewEncoder(protobuf.LengthDelimitedFramer.NewFrameWriter(w), protobufRawCodec)
+		e.frames = protobuf.LengthDelimitedFramer.NewFrameWriter(w)
 	}
 	return e
 }
@@ -288,8 +289,11 @@ func (e *watchEncoder) writeJSON(t watch.EventType, obj runtime.Object) error {
 
 // writeProtobuf writes one length-prefixed WatchEvent frame.
 func (e *watchEncoder) writeProtobuf(t watch.EventType, obj runtime.Object) error {
-	if err := protobufCodec.Encode(obj, &e.buf); err != nil {
+	if err := protobufCodec.EncodeWithAllocator(obj, &e.buf, &e.alloc); err != nil {
 		return err
 	}
-	return e.frames.Encode(&metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: e.buf.Bytes()}})
+	// The object's bytes are in buf now, so the allocator's buffer is free again. The
+	// event is written in one write, which the framer prefixes with its length.
+	ev := &metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: e.buf.Bytes()}}
+	return protobufRawCodec.EncodeWithAllocator(ev, e.frames, &e.alloc)
 }
