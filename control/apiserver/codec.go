@@ -12,7 +12,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsjson "sigs.k8s.io/json"
 
@@ -112,13 +111,6 @@ func parseResourceVersion(rv string) (int64, error) {
 		return 0, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q is not a non-negative integer", rv))
 	}
 	return n, nil
-}
-
-// listObject is the generic XxxList: items are already-encoded objects.
-type listObject struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        metav1.ListMeta   `json:"metadata"`
-	Items           []json.RawMessage `json:"items"`
 }
 
 // specChanged reports whether anything but metadata and status differs, which is what

@@ -13,8 +13,9 @@
 // metav1.WatchEvent frames whose object is in the protobuf envelope, bookmarks and error
 // Statuses included). client-go's typed clients ask for protobuf by default. Tables,
 // discovery, OpenAPI, /version and error Statuses are always JSON; client-go decodes a
-// response by its Content-Type. JSON watch events are written around the object's JSON
-// as it is encoded, not marshalled a second time inside a metav1.WatchEvent.
+// response by its Content-Type. JSON watch events and lists are written around each
+// object's JSON as it is encoded, not marshalled a second time inside a
+// metav1.WatchEvent or a list of json.RawMessage.
 //
 // It owns the HTTP handler and the TLS listener it is asked to run, and touches etcd only
 // through control/storage.

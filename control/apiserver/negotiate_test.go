@@ -1,11 +1,14 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -100,4 +103,36 @@ func FuzzNegotiateFormat(f *testing.F) {
 			t.Fatalf("Accept %q: format %d", accept, got)
 		}
 	})
+}
+
+// The JSON list written item by item is byte for byte what marshalling the typed list
+// gives, with apiVersion and kind on every item, as the generic list wrote before.
+func TestJSONListIsTheMarshalledTypedList(t *testing.T) {
+	nodes := &Resource{GroupVersion: schema.GroupVersion{Version: "v1"}, Plural: "nodes", Kind: "Node",
+		New: func() runtime.Object { return &corev1.Node{} }}
+	remaining := int64(3)
+	lm := metav1.ListMeta{ResourceVersion: "42", Continue: "abc<&>", RemainingItemCount: &remaining}
+	for _, count := range []int{0, 1, 3} {
+		want := corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, ListMeta: lm, Items: []corev1.Node{}}
+		var objects []runtime.Object
+		for i := range count {
+			n := benchNode()
+			n.Name = fmt.Sprintf("n%d", i)
+			n.Annotations["html"] = "<b>&</b>"
+			objects = append(objects, n.DeepCopy())
+			n.TypeMeta = metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}
+			want.Items = append(want.Items, *n)
+		}
+		got, err := encodeJSONList(nodes, lm, objects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, err := json.Marshal(&want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(wantJSON) {
+			t.Fatalf("%d items:\n%s\nwant\n%s", count, got, wantJSON)
+		}
+	}
 }
