@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -387,5 +388,38 @@ func TestJSONForKubectlAndCurl(t *testing.T) {
 	again, _ := json.Marshal(metav1.WatchEvent{Type: ev.Type, Object: runtime.RawExtension{Raw: ev.Object}})
 	if string(again)+"\n" != string(line) {
 		t.Fatalf("watch line\n%s\nwant what marshalling the WatchEvent gives\n%s", line, again)
+	}
+}
+
+// A clientset configured for protobuf, as the control service's loopback client is,
+// still reads discovery and /version, which are JSON only; the garbage collector finds
+// the resources it watches through it.
+func TestProtobufConfiguredClientReadsDiscovery(t *testing.T) {
+	s := apitest.Start(t, apitest.Options{
+		Resources: func(*storage.Store) ([]*apiserver.Resource, error) { return registry.All(), nil },
+	})
+	cfg := s.RESTConfig()
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, resources, err := client.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, rl := range resources {
+		for _, r := range rl.APIResources {
+			names = append(names, rl.GroupVersion+"/"+r.Name)
+		}
+	}
+	slices.Sort(names)
+	if fmt.Sprint(names) != "[coordination.k8s.io/v1/leases v1/nodes v1/nodes/status]" {
+		t.Fatalf("discovered %v", names)
+	}
+	if v, err := client.Discovery().ServerVersion(); err != nil || v.GitVersion != "v1.33.0-plinth" {
+		t.Fatalf("version %+v: %v", v, err)
 	}
 }
