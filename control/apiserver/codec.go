@@ -12,10 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/plinth/plinth/control/storage"
@@ -28,20 +25,13 @@ const (
 	fieldValidationIgnore = "Ignore"
 )
 
-// protobufContentType is what client-go's generated clients send for built-in kinds.
-const protobufContentType = "application/vnd.kubernetes.protobuf"
-
-// protobufDecoder reads Kubernetes' protobuf envelope for every built-in kind. Responses
-// are always JSON; client-go accepts that.
-var protobufDecoder = protobuf.NewSerializer(clientscheme.Scheme, clientscheme.Scheme)
-
 // decodeBody reads a create or update body, JSON or protobuf by its content type.
 func decodeBody(r *Resource, req *http.Request, body []byte, validation string) (runtime.Object, []string, error) {
 	mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	if mediaType != protobufContentType {
 		return decodeObject(r, body, validation)
 	}
-	obj, _, err := protobufDecoder.Decode(body, nil, r.New())
+	obj, _, err := protobufCodec.Decode(body, nil, r.New())
 	if err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s from protobuf: %v", r.Kind, err))
 	}
@@ -121,13 +111,6 @@ func parseResourceVersion(rv string) (int64, error) {
 		return 0, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q is not a non-negative integer", rv))
 	}
 	return n, nil
-}
-
-// listObject is the generic XxxList: items are already-encoded objects.
-type listObject struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        metav1.ListMeta   `json:"metadata"`
-	Items           []json.RawMessage `json:"items"`
 }
 
 // specChanged reports whether anything but metadata and status differs, which is what

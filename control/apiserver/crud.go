@@ -44,7 +44,8 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, r *Resource, info
 		writeError(w, err)
 		return
 	}
-	if wantsTable(req) {
+	format := responseFormatFor(req, r)
+	if format == formatTable {
 		t, err := buildTable(r, []runtime.Object{obj}, s.cfg.Clock.Now(), req.URL.Query().Get("includeObject"), metav1.ListMeta{})
 		if err != nil {
 			writeError(w, err)
@@ -53,7 +54,7 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, r *Resource, info
 		writeJSON(w, http.StatusOK, t)
 		return
 	}
-	writeObject(w, http.StatusOK, r, obj)
+	writeObject(w, format, http.StatusOK, r, obj)
 }
 
 // readAnyVersion is read for resourceVersion=0: the cached object when it is the
@@ -176,7 +177,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
-	writeObject(w, http.StatusCreated, r, created)
+	writeObject(w, objectFormat(req, r), http.StatusCreated, r, created)
 }
 
 // createObject fills in server-owned metadata, defaults, validates and stores obj.
@@ -292,7 +293,7 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, r *Resource, i
 	if created {
 		code = http.StatusCreated
 	}
-	writeObject(w, code, r, out)
+	writeObject(w, objectFormat(req, r), code, r, out)
 }
 
 // checkIdentity refuses a body whose name or namespace disagrees with the URL, and fills
@@ -510,7 +511,7 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
-	writeObject(w, code, r, obj)
+	writeObject(w, objectFormat(req, r), code, r, obj)
 }
 
 // Finalizers the garbage collector acts on, set by DELETE's propagationPolicy.
@@ -662,7 +663,7 @@ func parseDeleteOptions(w http.ResponseWriter, req *http.Request, s *Server) (me
 	if len(body) > 0 {
 		var err error
 		if mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); mt == protobufContentType {
-			_, _, err = protobufDecoder.Decode(body, nil, &opts)
+			_, _, err = protobufCodec.Decode(body, nil, &opts)
 		} else {
 			err = json.Unmarshal(body, &opts)
 		}

@@ -5,6 +5,18 @@
 // generic: a resource plugs in by describing itself (see Resource); there is no code per
 // resource here.
 //
+// Request bodies are JSON or Kubernetes' protobuf (application/vnd.kubernetes.protobuf).
+// Responses are JSON unless the Accept header negotiates protobuf (q values, then the
+// more specific media range, then the order listed, as client-go and kubectl expect) for
+// a kind client-go's scheme knows: objects, typed lists (XxxList, written item by item)
+// and watch streams (application/vnd.kubernetes.protobuf;stream=watch: length-prefixed
+// metav1.WatchEvent frames whose object is in the protobuf envelope, bookmarks and error
+// Statuses included). client-go's typed clients ask for protobuf by default. Tables,
+// discovery, OpenAPI, /version and error Statuses are always JSON; client-go decodes a
+// response by its Content-Type. JSON watch events and lists are written around each
+// object's JSON as it is encoded, not marshalled a second time inside a
+// metav1.WatchEvent or a list of json.RawMessage.
+//
 // It owns the HTTP handler and the TLS listener it is asked to run, and touches etcd only
 // through control/storage.
 package apiserver

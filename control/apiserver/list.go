@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -154,7 +155,8 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, r *Resource, inf
 		return
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.revision, 10), Continue: page.cont, RemainingItemCount: page.remaining}
-	if wantsTable(req) {
+	switch responseFormatFor(req, r) {
+	case formatTable:
 		t, err := buildTable(r, page.objects, s.cfg.Clock.Now(), q.Get("includeObject"), lm)
 		if err != nil {
 			writeError(w, err)
@@ -162,22 +164,76 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, r *Resource, inf
 		}
 		writeJSON(w, http.StatusOK, t)
 		return
+	case formatProtobuf:
+		s.writeProtobufList(w, r, lm, page.objects)
+		return
 	}
-	out := listObject{
-		TypeMeta: metav1.TypeMeta{Kind: r.Kind + "List", APIVersion: r.GroupVersion.String()},
-		Metadata: lm,
-		Items:    make([]json.RawMessage, 0, len(page.objects)),
+	data, err := encodeJSONList(r, lm, page.objects)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
 	}
-	for _, obj := range page.objects {
-		obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
-		raw, err := json.Marshal(obj)
-		if err != nil {
-			writeError(w, apierrors.NewInternalError(err))
-			return
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+// encodeJSONList writes r's XxxList in JSON (what json.Marshal of the typed list gives,
+// with apiVersion and kind on every item), each item encoded straight into the list
+// rather than marshalled alone and then validated and copied again as a
+// json.RawMessage of a generic list.
+func encodeJSONList(r *Resource, lm metav1.ListMeta, objects []runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Encode ends each value with a newline, which the next separator replaces.
+	encode := func(v any) error {
+		if err := enc.Encode(v); err != nil {
+			return err
 		}
-		out.Items = append(out.Items, raw)
+		buf.Truncate(buf.Len() - 1)
+		return nil
 	}
-	writeJSON(w, http.StatusOK, out)
+	buf.WriteString(`{"kind":`)
+	if err := encode(r.Kind + "List"); err != nil {
+		return nil, err
+	}
+	buf.WriteString(`,"apiVersion":`)
+	if err := encode(r.GroupVersion.String()); err != nil {
+		return nil, err
+	}
+	buf.WriteString(`,"metadata":`)
+	if err := encode(&lm); err != nil {
+		return nil, err
+	}
+	buf.WriteString(`,"items":[`)
+	for i, obj := range objects {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+		if err := encode(obj); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteString("]}")
+	return buf.Bytes(), nil
+}
+
+// writeProtobufList writes r's typed list (a NodeList for Nodes) in protobuf. Items
+// go to the response as they are encoded, so a list of thousands of Nodes is never
+// held encoded in full; an encoding failure after the first byte can only cut the
+// response short, which the client sees as a decoding error.
+func (s *Server) writeProtobufList(w http.ResponseWriter, r *Resource, lm metav1.ListMeta, objects []runtime.Object) {
+	list, err := protobufList(r, lm, objects)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Content-Type", protobufContentType)
+	w.WriteHeader(http.StatusOK)
+	if err := protobufListCodec.Encode(list, w); err != nil {
+		s.cfg.Logger.Error("writing a protobuf list", "kind", r.Kind, "err", err)
+	}
 }
 
 // listPage reads matching objects in key order until limit of them are found (0: all).

@@ -53,7 +53,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, r *Resource, in
 		return
 	}
 	addWarnings(w, warnings)
-	writeObject(w, http.StatusOK, r, out)
+	writeObject(w, objectFormat(req, r), http.StatusOK, r, out)
 }
 
 // applyPatch applies one patch document to the JSON of the stored object.

@@ -298,13 +298,19 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(data)
 }
 
-// writeObject writes an object, stamping its apiVersion and kind.
-func writeObject(w http.ResponseWriter, code int, r *Resource, obj runtime.Object) {
+// writeObject writes an object in JSON or protobuf, stamping its apiVersion and kind.
+func writeObject(w http.ResponseWriter, format responseFormat, code int, r *Resource, obj runtime.Object) {
 	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+	if format == formatProtobuf {
+		writeProtobuf(w, code, obj)
+		return
+	}
 	writeJSON(w, code, obj)
 }
 
 // writeError writes err as a metav1.Status; errors that are not API statuses are 500s.
+// It is JSON whatever the request negotiated: client-go decodes a response by its
+// Content-Type, and every client has a JSON decoder for a Status.
 func writeError(w http.ResponseWriter, err error) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {

@@ -2,9 +2,6 @@ package apiserver
 
 import (
 	"encoding/json"
-	"mime"
-	"net/http"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,21 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
-
-// wantsTable reports whether the Accept header asks for a meta.k8s.io/v1 Table, as
-// kubectl get does.
-func wantsTable(req *http.Request) bool {
-	for _, part := range strings.Split(req.Header.Get("Accept"), ",") {
-		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil || mediaType != "application/json" {
-			continue
-		}
-		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && params["v"] == "v1" {
-			return true
-		}
-	}
-	return false
-}
 
 // nameColumn is the first column of every table.
 var nameColumn = metav1.TableColumnDefinition{

@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/plinth/plinth/control/storage"
@@ -79,10 +82,10 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, r *Resource, in
 		}
 		start = initial.revision
 	}
-	enc := &watchEncoder{w: w, flusher: flusher, r: r, table: wantsTable(req), includeObject: q.Get("includeObject"), now: s.cfg.Clock.Now}
+	enc := newWatchEncoder(w, flusher, r, responseFormatFor(req, r), q.Get("includeObject"), s.cfg.Clock.Now)
 	events := s.cfg.Store.Watch(ctx, selectionPrefix(r, info.namespace, sel), start)
 
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", enc.contentType())
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
@@ -189,18 +192,43 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 	return nil
 }
 
-// watchEncoder writes newline-separated JSON watch events and flushes each.
+// watchEncoder writes watch events and flushes each: newline-separated JSON objects
+// {"type":...,"object":...}, or in protobuf length-prefixed metav1.WatchEvent messages
+// whose object is in the protobuf envelope.
 type watchEncoder struct {
 	w             http.ResponseWriter
 	flusher       http.Flusher
 	r             *Resource
-	table         bool
+	format        responseFormat
 	includeObject string
 	now           func() time.Time
+
+	// buf holds the event being written (JSON) or its object (protobuf); it is reused
+	// from event to event, as are the encoders and the protobuf encoding buffer.
+	buf    bytes.Buffer
+	json   *json.Encoder // into buf
+	alloc  runtime.Allocator
+	frames io.Writer // protobuf: a length prefix before each write to w
+}
+
+func newWatchEncoder(w http.ResponseWriter, flusher http.Flusher, r *Resource, format responseFormat, includeObject string, now func() time.Time) *watchEncoder {
+	e := &watchEncoder{w: w, flusher: flusher, r: r, format: format, includeObject: includeObject, now: now}
+	e.json = json.NewEncoder(&e.buf)
+	if format == formatProtobuf {
+		e.frames = protobuf.LengthDelimitedFramer.NewFrameWriter(w)
+	}
+	return e
+}
+
+func (e *watchEncoder) contentType() string {
+	if e.format == formatProtobuf {
+		return protobufWatchContentType
+	}
+	return "application/json"
 }
 
 func (e *watchEncoder) send(t watch.EventType, obj runtime.Object) error {
-	if e.table {
+	if e.format == formatTable {
 		tbl, err := buildTable(e.r, []runtime.Object{obj}, e.now(), e.includeObject, metav1.ListMeta{})
 		if err != nil {
 			return err
@@ -226,18 +254,46 @@ func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
 	return e.write(watch.Bookmark, obj)
 }
 
-func (e *watchEncoder) write(t watch.EventType, obj any) error {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return err
+// write sends one event; obj's kind must be set.
+func (e *watchEncoder) write(t watch.EventType, obj runtime.Object) error {
+	e.buf.Reset()
+	var err error
+	if e.format == formatProtobuf {
+		err = e.writeProtobuf(t, obj)
+	} else {
+		err = e.writeJSON(t, obj)
 	}
-	line, err := json.Marshal(metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}})
 	if err != nil {
-		return err
-	}
-	if _, err := e.w.Write(append(line, '\n')); err != nil {
 		return err
 	}
 	e.flusher.Flush()
 	return nil
+}
+
+// writeJSON writes the event line around the object's JSON as it is encoded, rather
+// than marshalling a metav1.WatchEvent holding that JSON, which would validate and
+// copy the object's bytes a second time.
+func (e *watchEncoder) writeJSON(t watch.EventType, obj runtime.Object) error {
+	e.buf.WriteString(`{"type":`)
+	e.buf.WriteString(strconv.Quote(string(t)))
+	e.buf.WriteString(`,"object":`)
+	// Encode writes what json.Marshal would, then a newline.
+	if err := e.json.Encode(obj); err != nil {
+		return err
+	}
+	e.buf.Truncate(e.buf.Len() - 1)
+	e.buf.WriteString("}\n")
+	_, err := e.w.Write(e.buf.Bytes())
+	return err
+}
+
+// writeProtobuf writes one length-prefixed WatchEvent frame.
+func (e *watchEncoder) writeProtobuf(t watch.EventType, obj runtime.Object) error {
+	if err := protobufCodec.EncodeWithAllocator(obj, &e.buf, &e.alloc); err != nil {
+		return err
+	}
+	// The object's bytes are in buf now, so the allocator's buffer is free again. The
+	// event is written in one write, which the framer prefixes with its length.
+	ev := &metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: e.buf.Bytes()}}
+	return protobufRawCodec.EncodeWithAllocator(ev, e.frames, &e.alloc)
 }

@@ -281,6 +281,9 @@ func etcdDescription(o Options) string {
 	return "embedded in " + o.etcdDir()
 }
 
+// protobufContentType is Kubernetes' protobuf media type.
+const protobufContentType = "application/vnd.kubernetes.protobuf"
+
 // loopbackClient is the controllers' client: an in-memory certificate for the control
 // service's own identity, talking to its own listener. The config is for controllers
 // that need other clients (dynamic) to the same place.
@@ -296,6 +299,13 @@ func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, *
 		Burst:           200,
 		UserAgent:       "plinth-control/" + plinthversion.String(),
 	}
+	// Protobuf, as kube-controller-manager speaks: decoding the informers' watch events
+	// in JSON was a tenth of the control service's CPU at 5,000 nodes. client-go's typed
+	// clients ask for it anyway when no content type is set; this makes every request
+	// of the clientset do so. The dynamic client the garbage collector builds from this
+	// config speaks JSON regardless (it works on unstructured objects).
+	cfg.ContentType = protobufContentType
+	cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loopback client: %w", err)
@@ -306,7 +316,7 @@ func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, *
 // runControllers starts the informers and the control loops and waits for them.
 func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, o Options, reg prometheus.Registerer, logger *slog.Logger) error {
 	// The garbage collector and the namespace controller work on every resource, as
-	// unstructured objects through the dynamic client (the API answers JSON only).
+	// unstructured objects through the dynamic client, which speaks JSON.
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("loopback dynamic client: %w", err)

@@ -103,6 +103,10 @@ type ConfigMapClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error)
 }
 
+// protobufContentType is the media type of Kubernetes' protobuf encoding, which every
+// kind this client speaks has. Decoding it takes a fraction of the CPU JSON takes.
+const protobufContentType = "application/vnd.kubernetes.protobuf"
+
 // Client is the Interface over HTTP.
 type Client struct {
 	core         rest.Interface // /api/v1
@@ -116,7 +120,7 @@ var _ Interface = (*Client)(nil)
 // New builds a Client from cfg, as client-go's kubernetes.NewForConfig would: one HTTP
 // client (TLS, client certificates reloaded from their files, connection reuse) and
 // one rate limiter (cfg.QPS and cfg.Burst, client-go's defaults when zero) shared by
-// every API group, JSON on the wire.
+// every API group, protobuf on the wire as kubelet's (JSON where a server answers in it).
 func New(cfg *rest.Config) (*Client, error) {
 	scheme, err := NewScheme()
 	if err != nil {
@@ -131,6 +135,8 @@ func New(cfg *rest.Config) (*Client, error) {
 // simulator).
 func NewWithScheme(cfg *rest.Config, scheme *runtime.Scheme) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = protobufContentType
+	cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -16,7 +16,9 @@
 // certificates reloaded from disk after renewal (controlclient.CertRenewer), rate
 // limits and watch decoding behave exactly as with the clientset. client-go's gentype
 // generic clients are not used: they link client-go/testing and with it the
-// managed-fields, OpenAPI and structured-merge-diff packages.
+// managed-fields, OpenAPI and structured-merge-diff packages. Requests and responses
+// are in Kubernetes' protobuf encoding, as kubelet's (patches are JSON by nature, and a
+// server answering in JSON is understood too).
 //
 // Interface and its per-resource interfaces have the method signatures of client-go's
 // typed clients, so nodeclienttest can hand a fake clientset (with its reactors and
