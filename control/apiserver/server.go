@@ -300,7 +300,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // writeObject writes an object in JSON or protobuf, stamping its apiVersion and kind.
 func writeObject(w http.ResponseWriter, format responseFormat, code int, r *Resource, obj runtime.Object) {
-	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+	stampKind(obj, r.GroupVersionKind())
 	if format == formatProtobuf {
 		writeProtobuf(w, code, obj)
 		return

@@ -176,7 +176,8 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 		setResourceVersion(prev, ev.Revision)
 		return enc.send(watch.Deleted, prev)
 	}
-	obj, err := s.decode(r, ev.KV)
+	// Only read and encoded from here on: the cached object itself will do.
+	obj, err := s.decodeShared(r, ev.KV)
 	if err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func (e *watchEncoder) send(t watch.EventType, obj runtime.Object) error {
 		}
 		return e.write(t, tbl)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(e.r.GroupVersionKind())
+	stampKind(obj, e.r.GroupVersionKind())
 	return e.write(t, obj)
 }
 
