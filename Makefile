@@ -29,6 +29,9 @@ run: build
 # on this machine (in the VMs a missing feature is named, see docs/kernel-matrix.md).
 test: build check
 	PLINTH_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+	# The API server hands cached objects to concurrent requests without copying them:
+	# its tests also run under the race detector (about 20 s).
+	go test -race -count=1 ./control/apiserver/
 	$(MAKE) test-system
 	go run ./test/vm/vmtest
 

@@ -87,7 +87,15 @@ func (o resourceObjects) List(ctx context.Context, namespace string, fieldSelect
 		fieldSelector = fields.Everything()
 	}
 	out, err := o.s.listPage(ctx, o.r, namespace, selector{labels: labels.Everything(), fields: fieldSelector}, 0, storage.ListOptions{})
-	return out.objects, err
+	if err != nil {
+		return nil, err
+	}
+	// Listed objects may be the cache's own; the caller may change what it gets.
+	copies := make([]runtime.Object, len(out.objects))
+	for i, obj := range out.objects {
+		copies[i] = obj.DeepCopyObject()
+	}
+	return copies, nil
 }
 
 func (o resourceObjects) Update(ctx context.Context, namespace, name string, mutate func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/plinth/plinth/control/storage"
@@ -93,6 +94,15 @@ func toStorage(r *Resource, obj runtime.Object) ([]byte, error) {
 	defer accessor.SetResourceVersion(rv)
 	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
 	return json.Marshal(obj)
+}
+
+// stampKind sets obj's apiVersion and kind to gvk unless they already are: objects
+// from the cache are shared between requests, and a decoded object already carries
+// its kind, so the common case writes nothing.
+func stampKind(obj runtime.Object, gvk schema.GroupVersionKind) {
+	if obj.GetObjectKind().GroupVersionKind() != gvk {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
 }
 
 func setResourceVersion(obj runtime.Object, rev int64) {

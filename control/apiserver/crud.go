@@ -38,7 +38,7 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, r *Resource, info
 		// has it (see latestRevisions).
 		obj, err = s.readAnyVersion(req.Context(), r, info)
 	} else {
-		obj, _, err = s.read(req.Context(), r, info)
+		obj, err = s.readShared(req.Context(), r, info)
 	}
 	if err != nil {
 		writeError(w, err)
@@ -67,8 +67,24 @@ func (s *Server) readAnyVersion(ctx context.Context, r *Resource, info requestIn
 	if obj, ok := s.current(r.key(info.namespace, info.name)); ok {
 		return obj, nil
 	}
-	obj, _, err := s.read(ctx, r, info)
-	return obj, err
+	return s.readShared(ctx, r, info)
+}
+
+// readShared is read for a caller that only encodes the object: it may be the object
+// cache's own (see objectCache.view), so it must not be changed.
+func (s *Server) readShared(ctx context.Context, r *Resource, info requestInfo) (runtime.Object, error) {
+	kv, err := s.cfg.Store.Get(ctx, r.key(info.namespace, info.name))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, apierrors.NewNotFound(s.groupResource(r), info.name)
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	obj, err := s.decodeShared(r, kv)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
 }
 
 // read fetches the stored object a request names.

@@ -22,6 +22,12 @@
 // object's JSON as it is encoded, not marshalled a second time inside a
 // metav1.WatchEvent or a list of json.RawMessage.
 //
+// Decoded objects are cached, each valid for exactly one etcd revision (objcache.go).
+// While TrackLatest runs, the server also knows every key's latest revision from one
+// etcd watch, so a single-object read at resourceVersion=0 ("any version", what kubelet
+// and plinthd send for their Node every 10 s) is a copy from memory rather than a quorum
+// read through etcd's raft loop (latest.go).
+//
 // It owns the HTTP handler and the TLS listener it is asked to run, and touches etcd only
 // through control/storage.
 package apiserver

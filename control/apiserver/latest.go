@@ -115,12 +115,13 @@ func (s *Server) trackOnce(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// current returns a copy of key's cached object when it is the key's latest known
-// value; false means the caller must read etcd.
+// current returns key's cached object when it is the key's latest known value; false
+// means the caller must read etcd. The object is the cache's own (objectCache.view):
+// read and encode it only.
 func (s *Server) current(key string) (runtime.Object, bool) {
 	rev, ok := s.latest.of(key)
 	if !ok {
 		return nil, false
 	}
-	return s.objects.get(key, rev)
+	return s.objects.view(key, rev)
 }

@@ -226,7 +226,7 @@ func encodeJSONList(r *Resource, lm metav1.ListMeta, objects []runtime.Object) (
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+		stampKind(obj, r.GroupVersionKind())
 		if err := encode(obj); err != nil {
 			return nil, err
 		}

@@ -79,6 +79,24 @@ func (c *objectCache) get(key string, revision int64) (runtime.Object, bool) {
 	return e.obj.DeepCopyObject(), true
 }
 
+// view returns the object cached for key at exactly revision itself, not a copy: the
+// caller must not change it in any way (stampKind instead of setting the kind). Reads
+// that only encode what they return use it, saving a deep copy per object served.
+func (c *objectCache) view(key string, revision int64) (runtime.Object, bool) {
+	if c.limit <= 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if !ok || e.revision != revision {
+		c.lookups.WithLabelValues("miss").Inc()
+		return nil, false
+	}
+	c.lookups.WithLabelValues("hit").Inc()
+	return e.obj, true
+}
+
 // put records obj as key's decoded value at revision. The cache keeps obj itself: the
 // caller must not change it afterwards. An older revision never replaces a newer one
 // (a slow reader racing a writer).
@@ -135,10 +153,26 @@ func (s *Server) decode(r *Resource, kv storage.KV) (runtime.Object, error) {
 	return obj, nil
 }
 
-// decodeListed is decode for lists: it uses the cache but does not fill it, so one
-// large list does not push out the objects that are read and written all the time.
+// decodeShared is decode for callers that only read and encode the object: a hit is
+// the cached object itself (see objectCache.view), and a miss caches the fresh decode
+// without copying it.
+func (s *Server) decodeShared(r *Resource, kv storage.KV) (runtime.Object, error) {
+	if obj, ok := s.objects.view(kv.Key, kv.Revision); ok {
+		return obj, nil
+	}
+	obj, err := fromStorage(r, kv)
+	if err != nil {
+		return nil, err
+	}
+	s.objects.put(kv.Key, kv.Revision, obj, len(kv.Value))
+	return obj, nil
+}
+
+// decodeListed is decodeShared for lists: it uses the cache but does not fill it, so
+// one large list does not push out the objects that are read and written all the time.
+// What it returns may be shared: read and encode it only.
 func (s *Server) decodeListed(r *Resource, kv storage.KV) (runtime.Object, error) {
-	if obj, ok := s.objects.get(kv.Key, kv.Revision); ok {
+	if obj, ok := s.objects.view(kv.Key, kv.Revision); ok {
 		return obj, nil
 	}
 	return fromStorage(r, kv)

@@ -309,7 +309,7 @@ func writeObject(w http.ResponseWriter, format responseFormat, code int, r *Reso
 		}
 		obj = m
 	} else {
-		obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+		stampKind(obj, r.GroupVersionKind())
 	}
 	if format.protobuf() {
 		writeProtobuf(w, code, obj)

@@ -69,7 +69,7 @@ func buildTable(r *Resource, objs []runtime.Object, now time.Time, includeObject
 		switch includeObject {
 		case "None":
 		case "Object":
-			obj.GetObjectKind().SetGroupVersionKind(r.GroupVersionKind())
+			stampKind(obj, r.GroupVersionKind())
 			raw, err := json.Marshal(obj)
 			if err != nil {
 				return nil, err

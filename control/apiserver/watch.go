@@ -182,7 +182,8 @@ func (s *Server) sendEvent(enc *watchEncoder, r *Resource, sel selector, ev stor
 		setResourceVersion(prev, ev.Revision)
 		return enc.send(watch.Deleted, prev)
 	}
-	obj, err := s.decode(r, ev.KV)
+	// Only read and encoded from here on: the cached object itself will do.
+	obj, err := s.decodeShared(r, ev.KV)
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func (e *watchEncoder) send(t watch.EventType, obj runtime.Object) error {
 		}
 		return e.write(t, m)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(e.r.GroupVersionKind())
+	stampKind(obj, e.r.GroupVersionKind())
 	return e.write(t, obj)
 }
 
