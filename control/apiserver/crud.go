@@ -44,7 +44,11 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, r *Resource, info
 		writeError(w, err)
 		return
 	}
-	format := responseFormatFor(req, r)
+	format, err := responseFormatFor(req, r, shapeObject)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if format == formatTable {
 		t, err := buildTable(r, []runtime.Object{obj}, s.cfg.Clock.Now(), req.URL.Query().Get("includeObject"), metav1.ListMeta{})
 		if err != nil {
@@ -184,6 +188,11 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, apierrors.NewBadRequest("a namespaced object is created under /namespaces/NAMESPACE/"))
 		return
 	}
+	format, err := objectFormat(req, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	opts, obj, ok := s.readWrite(w, req, r)
 	if !ok {
 		return
@@ -193,7 +202,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
-	writeObject(w, objectFormat(req, r), http.StatusCreated, r, created)
+	writeObject(w, format, http.StatusCreated, r, created)
 }
 
 // createObject fills in server-owned metadata, defaults, validates and stores obj.
@@ -283,6 +292,11 @@ func (s *Server) validateCreate(r *Resource, obj runtime.Object, acc metav1.Obje
 }
 
 func (s *Server) update(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	format, err := objectFormat(req, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	opts, obj, ok := s.readWrite(w, req, r)
 	if !ok {
 		return
@@ -309,7 +323,7 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, r *Resource, i
 	if created {
 		code = http.StatusCreated
 	}
-	writeObject(w, objectFormat(req, r), code, r, out)
+	writeObject(w, format, code, r, out)
 }
 
 // checkIdentity refuses a body whose name or namespace disagrees with the URL, and fills
@@ -517,6 +531,11 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, apierrors.NewMethodNotSupported(s.groupResource(r), "delete"))
 		return
 	}
+	format, err := objectFormat(req, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	opts, err := parseDeleteOptions(w, req, s)
 	if err != nil {
 		writeError(w, err)
@@ -527,7 +546,7 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, r *Resource, i
 		writeError(w, err)
 		return
 	}
-	writeObject(w, objectFormat(req, r), code, r, obj)
+	writeObject(w, format, code, r, obj)
 }
 
 // Finalizers the garbage collector acts on, set by DELETE's propagationPolicy.

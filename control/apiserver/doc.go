@@ -11,7 +11,12 @@
 // a kind client-go's scheme knows: objects, typed lists (XxxList, written item by item)
 // and watch streams (application/vnd.kubernetes.protobuf;stream=watch: length-prefixed
 // metav1.WatchEvent frames whose object is in the protobuf envelope, bookmarks and error
-// Statuses included). client-go's typed clients ask for protobuf by default. Tables,
+// Statuses included). client-go's typed clients ask for protobuf by default. Objects,
+// lists and watch events are also served as their metadata alone, in protobuf (for any
+// kind) or JSON, when the Accept header asks for as=PartialObjectMetadata (gets, writes,
+// each event of a watch) or as=PartialObjectMetadataList (lists) with
+// g=meta.k8s.io;v=v1, as client-go's metadata client does; a header naming only
+// conversions that are not served gets 406 NotAcceptable, never a full object. Tables,
 // discovery, OpenAPI, /version and error Statuses are always JSON; client-go decodes a
 // response by its Content-Type. JSON watch events and lists are written around each
 // object's JSON as it is encoded, not marshalled a second time inside a

@@ -110,6 +110,11 @@ type listed struct {
 }
 
 func (s *Server) list(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	format, err := responseFormatFor(req, r, shapeList)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	sel, err := parseSelector(r, req)
 	if err != nil {
 		writeError(w, err)
@@ -155,7 +160,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, r *Resource, inf
 		return
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.revision, 10), Continue: page.cont, RemainingItemCount: page.remaining}
-	switch responseFormatFor(req, r) {
+	switch format {
 	case formatTable:
 		t, err := buildTable(r, page.objects, s.cfg.Clock.Now(), q.Get("includeObject"), lm)
 		if err != nil {
@@ -166,6 +171,17 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, r *Resource, inf
 		return
 	case formatProtobuf:
 		s.writeProtobufList(w, r, lm, page.objects)
+		return
+	case formatMetadataJSON, formatMetadataProtobuf:
+		list, err := partialObjectMetadataList(lm, page.objects)
+		switch {
+		case err != nil:
+			writeError(w, apierrors.NewInternalError(err))
+		case format.protobuf():
+			writeProtobuf(w, http.StatusOK, list)
+		default:
+			writeJSON(w, http.StatusOK, list)
+		}
 		return
 	}
 	data, err := encodeJSONList(r, lm, page.objects)

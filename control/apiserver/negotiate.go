@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"cmp"
+	"fmt"
 	"mime"
 	"net/http"
 	"slices"
@@ -46,6 +47,30 @@ const (
 	formatTable
 	// formatProtobuf is Kubernetes' protobuf, which kubelet and controllers ask for.
 	formatProtobuf
+	// formatMetadataJSON is meta.k8s.io/v1 PartialObjectMetadata (an object's
+	// metadata alone; PartialObjectMetadataList for a list) in JSON, and
+	// formatMetadataProtobuf the same in protobuf, which client-go's metadata client
+	// (and so kube-controller-manager's garbage collector) asks for.
+	formatMetadataJSON
+	formatMetadataProtobuf
+)
+
+// protobuf reports whether f is written in Kubernetes' protobuf.
+func (f responseFormat) protobuf() bool { return f == formatProtobuf || f == formatMetadataProtobuf }
+
+// metadataOnly reports whether f carries objects as PartialObjectMetadata.
+func (f responseFormat) metadataOnly() bool {
+	return f == formatMetadataJSON || f == formatMetadataProtobuf
+}
+
+// responseShape is what a response carries, which decides the conversions it can
+// serve: as=PartialObjectMetadata for one object (a get, a write, each event of a
+// watch), as=PartialObjectMetadataList for a list.
+type responseShape int
+
+const (
+	shapeObject responseShape = iota
+	shapeList
 )
 
 // negotiateFormat picks a response format from an Accept header as a Kubernetes
@@ -53,17 +78,24 @@ const (
 // specific before wildcards at equal q, else in the order listed; the first one this
 // server serves wins. JSON serves application/json, application/* and */*; protobuf
 // serves application/vnd.kubernetes.protobuf; a Table needs application/json with
-// as=Table;g=meta.k8s.io;v=v1. Other "as" conversions (PartialObjectMetadata, Tables
-// in protobuf) are not served. No header, or nothing served in it, means JSON
-// (kube-apiserver answers the latter with 406; neither kubectl nor client-go sends
-// such a header, and an answer in JSON serves a curl user better).
-func negotiateFormat(accept string) responseFormat {
+// as=Table;g=meta.k8s.io;v=v1; PartialObjectMetadata (for an object or a watch) and
+// PartialObjectMetadataList (for a list) with g=meta.k8s.io;v=v1 are served in both
+// JSON and protobuf. Other conversions (Tables in protobuf, meta.k8s.io/v1beta1) are
+// not served.
+//
+// No header, or one naming nothing served and no conversion, means JSON (neither
+// kubectl nor client-go sends such a header, and an answer in JSON serves a curl user
+// better than kube-apiserver's 406). A header naming conversions and nothing served is
+// not acceptable (ok is false), as in kube-apiserver: a client that asked only for
+// metadata cannot decode a full object.
+func negotiateFormat(accept string, shape responseShape) (format responseFormat, ok bool) {
 	type candidate struct {
 		format      responseFormat
 		q           float64
 		specificity int
 	}
 	var candidates []candidate
+	conversionAsked := false
 	for part := range strings.SplitSeq(accept, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -79,12 +111,13 @@ func negotiateFormat(accept string) responseFormat {
 				continue
 			}
 		}
-		if format, specificity, ok := servedFormat(mediaType, params); ok {
+		conversionAsked = conversionAsked || params["as"] != ""
+		if format, specificity, ok := servedFormat(mediaType, params, shape); ok {
 			candidates = append(candidates, candidate{format: format, q: q, specificity: specificity})
 		}
 	}
 	if len(candidates) == 0 {
-		return formatJSON
+		return formatJSON, !conversionAsked
 	}
 	best := slices.MinFunc(candidates, func(a, b candidate) int {
 		if c := cmp.Compare(b.q, a.q); c != 0 {
@@ -92,20 +125,31 @@ func negotiateFormat(accept string) responseFormat {
 		}
 		return cmp.Compare(b.specificity, a.specificity)
 	})
-	return best.format
+	return best.format, true
 }
 
-// servedFormat is the format that serves one media range, and how specific the range
-// is (2 type/subtype, 1 type/*, 0 */*).
-func servedFormat(mediaType string, params map[string]string) (responseFormat, int, bool) {
+// servedFormat is the format that serves one media range for a response of shape,
+// and how specific the range is (2 type/subtype, 1 type/*, 0 */*).
+func servedFormat(mediaType string, params map[string]string, shape responseShape) (responseFormat, int, bool) {
 	as := params["as"]
+	if as != "" && (params["g"] != "meta.k8s.io" || params["v"] != "v1") {
+		return formatJSON, 0, false
+	}
+	metadataKind := "PartialObjectMetadata"
+	if shape == shapeList {
+		metadataKind = "PartialObjectMetadataList"
+	}
 	switch {
 	case mediaType == "application/json" && as == "":
 		return formatJSON, 2, true
-	case mediaType == "application/json" && as == "Table" && params["g"] == "meta.k8s.io" && params["v"] == "v1":
+	case mediaType == "application/json" && as == "Table":
 		return formatTable, 2, true
+	case mediaType == "application/json" && as == metadataKind:
+		return formatMetadataJSON, 2, true
 	case mediaType == protobufContentType && as == "":
 		return formatProtobuf, 2, true
+	case mediaType == protobufContentType && as == metadataKind:
+		return formatMetadataProtobuf, 2, true
 	case mediaType == "application/*" && as == "":
 		return formatJSON, 1, true
 	case mediaType == "*/*" && as == "":
@@ -114,25 +158,45 @@ func servedFormat(mediaType string, params map[string]string) (responseFormat, i
 	return formatJSON, 0, false
 }
 
-// responseFormat is the format of a response about r: what the request's Accept header
-// negotiates, except that protobuf is only for kinds client-go's scheme knows (every
-// built-in kind; a kind it lacks could not be decoded from protobuf by a client either),
-// which otherwise get JSON.
-func responseFormatFor(req *http.Request, r *Resource) responseFormat {
-	format := negotiateFormat(req.Header.Get("Accept"))
-	if format == formatProtobuf && !speaksProtobuf(r) {
-		return formatJSON
+// responseFormatFor is the format of a response of shape about r: what the request's
+// Accept header negotiates, except that full objects in protobuf are only for kinds
+// client-go's scheme knows (every built-in kind; a kind it lacks could not be decoded
+// from protobuf by a client either), which otherwise get JSON. PartialObjectMetadata
+// is served in protobuf for every kind: every client knows it. The error is a 406 for
+// a header that names only conversions this server does not serve.
+func responseFormatFor(req *http.Request, r *Resource, shape responseShape) (responseFormat, error) {
+	accept := req.Header.Get("Accept")
+	format, ok := negotiateFormat(accept, shape)
+	if !ok {
+		return format, notAcceptable(accept)
 	}
-	return format
+	if format == formatProtobuf && !speaksProtobuf(r) {
+		return formatJSON, nil
+	}
+	return format, nil
 }
 
-// objectFormat is responseFormatFor for a response that is one object, which is never
-// a Table (writes answer with the object written).
-func objectFormat(req *http.Request, r *Resource) responseFormat {
-	if f := responseFormatFor(req, r); f == formatProtobuf {
-		return f
+// objectFormat is responseFormatFor for a response that is one object written, which
+// is never a Table (writes answer with the object written, in JSON when a Table is
+// asked for) but may be its metadata. Writes negotiate before writing, so a request
+// that would be answered with a 406 changes nothing.
+func objectFormat(req *http.Request, r *Resource) (responseFormat, error) {
+	f, err := responseFormatFor(req, r, shapeObject)
+	if f == formatTable {
+		f = formatJSON
 	}
-	return formatJSON
+	return f, err
+}
+
+// notAcceptable is kube-apiserver's answer to an Accept header it cannot serve.
+func notAcceptable(accept string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure,
+		Code:   http.StatusNotAcceptable,
+		Reason: metav1.StatusReasonNotAcceptable,
+		Message: fmt.Sprintf("only the following media types are accepted: application/json, %s, and as=Table, "+
+			"as=PartialObjectMetadata or as=PartialObjectMetadataList with g=meta.k8s.io;v=v1; Accept was %q", protobufContentType, accept),
+	}}
 }
 
 // speaksProtobuf reports whether client-go's scheme has r's kind and its list kind.

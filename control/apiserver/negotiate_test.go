@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func (f responseFormat) String() string {
-	return [...]string{formatJSON: "JSON", formatTable: "Table", formatProtobuf: "protobuf"}[f]
+	return [...]string{formatJSON: "JSON", formatTable: "Table", formatProtobuf: "protobuf",
+		formatMetadataJSON: "PartialObjectMetadata JSON", formatMetadataProtobuf: "PartialObjectMetadata protobuf"}[f]
 }
 
 func TestNegotiateFormat(t *testing.T) {
@@ -49,12 +51,55 @@ func TestNegotiateFormat(t *testing.T) {
 		{"application/vnd.kubernetes.protobuf;q=abc, application/json;q=0.1", formatJSON},
 		{"application/vnd.kubernetes.protobuf;q=2", formatJSON},
 		{"application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json", formatJSON},
-		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/vnd.kubernetes.protobuf", formatProtobuf},
+		{"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/vnd.kubernetes.protobuf", formatProtobuf}, // a list conversion for an object
+		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1, application/json", formatJSON},
 		{"application/json;as=Table;g=meta.k8s.io;v=v1beta1, application/json", formatJSON},
 		{";;, ,/,application/vnd.kubernetes.protobuf", formatProtobuf},
 	} {
-		if got := negotiateFormat(tc.accept); got != tc.want {
-			t.Errorf("Accept %q: %s, want %s", tc.accept, got, tc.want)
+		if got, ok := negotiateFormat(tc.accept, shapeObject); got != tc.want || !ok {
+			t.Errorf("Accept %q: %s (acceptable %v), want %s", tc.accept, got, ok, tc.want)
+		}
+	}
+}
+
+// What client-go's metadata client (k8s.io/client-go/metadata) sends: protobuf, then
+// JSON, of PartialObjectMetadata for a get, a patch or a watch, of
+// PartialObjectMetadataList for a list, then plain JSON for servers without the
+// conversion.
+func TestNegotiatePartialObjectMetadata(t *testing.T) {
+	const (
+		objectAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+		listAccept   = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+	)
+	for _, tc := range []struct {
+		accept string
+		shape  responseShape
+		want   responseFormat
+		ok     bool
+	}{
+		{objectAccept, shapeObject, formatMetadataProtobuf, true},
+		{listAccept, shapeList, formatMetadataProtobuf, true},
+		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", shapeObject, formatMetadataJSON, true},
+		{"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json", shapeList, formatMetadataJSON, true},
+		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1;q=0.5,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", shapeObject, formatMetadataJSON, true},
+		// The object conversion for a list, or the list conversion for an object, falls
+		// back to the plain JSON the header also names.
+		{objectAccept, shapeList, formatJSON, true},
+		{listAccept, shapeObject, formatJSON, true},
+		// Nothing but conversions that cannot be served: not acceptable, never a full
+		// object to a client that decodes metadata only.
+		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", shapeList, formatJSON, false},
+		{"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", shapeObject, formatJSON, false},
+		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", shapeObject, formatJSON, false},
+		{"application/json;as=PartialObjectMetadata;g=example.com;v=v1", shapeObject, formatJSON, false},
+		{"application/json;as=Table;g=meta.k8s.io;v=v1beta1", shapeList, formatJSON, false},
+		{"application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, text/html", shapeList, formatJSON, false},
+		// Without any conversion asked, something unserved is still JSON.
+		{"text/html", shapeObject, formatJSON, true},
+	} {
+		got, ok := negotiateFormat(tc.accept, tc.shape)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Accept %q (shape %d): %s acceptable %v, want %s acceptable %v", tc.accept, tc.shape, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -68,15 +113,25 @@ func TestProtobufOnlyForKindsClientGoKnows(t *testing.T) {
 		New: func() runtime.Object { return &corev1.Node{} }}
 	widgets := &Resource{GroupVersion: schema.GroupVersion{Group: "example.plinth.dev", Version: "v1"}, Plural: "widgets", Kind: "Widget",
 		New: func() runtime.Object { return &corev1.ConfigMap{} }}
-	if got := responseFormatFor(req, nodes); got != formatProtobuf {
-		t.Errorf("Nodes: %s, want protobuf", got)
+	if got, err := responseFormatFor(req, nodes, shapeObject); got != formatProtobuf || err != nil {
+		t.Errorf("Nodes: %s, %v; want protobuf", got, err)
 	}
-	if got := responseFormatFor(req, widgets); got != formatJSON {
-		t.Errorf("a kind outside client-go's scheme: %s, want JSON", got)
+	if got, err := responseFormatFor(req, widgets, shapeObject); got != formatJSON || err != nil {
+		t.Errorf("a kind outside client-go's scheme: %s, %v; want JSON", got, err)
 	}
 	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	if got, obj := responseFormatFor(req, nodes), objectFormat(req, nodes); got != formatTable || obj != formatJSON {
+	got, _ := responseFormatFor(req, nodes, shapeList)
+	if obj, _ := objectFormat(req, nodes); got != formatTable || obj != formatJSON {
 		t.Errorf("Table asked: %s for reads and %s for writes, want Table and JSON", got, obj)
+	}
+	// Every client knows PartialObjectMetadata, whatever the kind it describes.
+	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json")
+	if got, err := responseFormatFor(req, widgets, shapeObject); got != formatMetadataProtobuf || err != nil {
+		t.Errorf("metadata of a kind outside client-go's scheme: %s, %v; want PartialObjectMetadata in protobuf", got, err)
+	}
+	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+	if _, err := responseFormatFor(req, nodes, shapeList); !apierrors.IsNotAcceptable(err) {
+		t.Errorf("only the object conversion asked of a list: %v, want 406 NotAcceptable", err)
 	}
 }
 
@@ -88,19 +143,29 @@ func FuzzNegotiateFormat(f *testing.F) {
 		"application/json;as=Table;v=v1;g=meta.k8s.io,application/json", "*/*;q=0.8, text/html",
 		`application/json;charset="utf-8, x";q=0.3, application/vnd.kubernetes.protobuf;q=.4`,
 		"application/vnd.kubernetes.protobuf;q=1e-3", ",,;=;", "application/json;as=Table;as=Table",
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, accept string) {
-		got := negotiateFormat(accept)
-		lower := strings.ToLower(accept)
-		switch {
-		case got == formatProtobuf && !strings.Contains(lower, protobufContentType):
-			t.Fatalf("Accept %q: protobuf, which it does not name", accept)
-		case got == formatTable && !strings.Contains(accept, "Table"):
-			t.Fatalf("Accept %q: a Table, which it does not ask for", accept)
-		case got != formatJSON && got != formatTable && got != formatProtobuf:
-			t.Fatalf("Accept %q: format %d", accept, got)
+		for _, shape := range []responseShape{shapeObject, shapeList} {
+			got, ok := negotiateFormat(accept, shape)
+			lower := strings.ToLower(accept)
+			switch {
+			case got.protobuf() && !strings.Contains(lower, protobufContentType):
+				t.Fatalf("Accept %q: protobuf, which it does not name", accept)
+			case got == formatTable && !strings.Contains(accept, "Table"):
+				t.Fatalf("Accept %q: a Table, which it does not ask for", accept)
+			case got.metadataOnly() && !strings.Contains(accept, "PartialObjectMetadata"):
+				t.Fatalf("Accept %q: PartialObjectMetadata, which it does not ask for", accept)
+			case !ok && !strings.Contains(lower, "as"):
+				t.Fatalf("Accept %q: not acceptable, though it asks for no conversion", accept)
+			case !ok && got != formatJSON:
+				t.Fatalf("Accept %q: not acceptable, yet format %s", accept, got)
+			case got > formatMetadataProtobuf:
+				t.Fatalf("Accept %q: format %d", accept, got)
+			}
 		}
 	})
 }

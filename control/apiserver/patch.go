@@ -15,6 +15,11 @@ import (
 )
 
 func (s *Server) patch(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
+	format, err := objectFormat(req, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	mediaType, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	if err != nil {
 		writeError(w, unsupportedPatch(req.Header.Get("Content-Type")))
@@ -53,7 +58,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, r *Resource, in
 		return
 	}
 	addWarnings(w, warnings)
-	writeObject(w, objectFormat(req, r), http.StatusOK, r, out)
+	writeObject(w, format, http.StatusOK, r, out)
 }
 
 // applyPatch applies one patch document to the JSON of the stored object.

@@ -298,10 +298,20 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(data)
 }
 
-// writeObject writes an object in JSON or protobuf, stamping its apiVersion and kind.
+// writeObject writes an object, or its metadata alone as PartialObjectMetadata, in
+// JSON or protobuf, stamping its apiVersion and kind.
 func writeObject(w http.ResponseWriter, format responseFormat, code int, r *Resource, obj runtime.Object) {
-	stampKind(obj, r.GroupVersionKind())
-	if format == formatProtobuf {
+	if format.metadataOnly() {
+		m, err := asPartialObjectMetadata(obj)
+		if err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		obj = m
+	} else {
+		stampKind(obj, r.GroupVersionKind())
+	}
+	if format.protobuf() {
 		writeProtobuf(w, code, obj)
 		return
 	}

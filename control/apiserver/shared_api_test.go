@@ -12,7 +12,7 @@ import (
 )
 
 // TestConcurrentReadsOfOneCachedObject: gets (plain and at resourceVersion=0), lists,
-// Tables and watch events hand out the object cache's own objects without copying
+// Tables, metadata (PartialObjectMetadata) and watch events hand out the object cache's own objects without copying
 // them, so reads in every format at once must neither change them nor see each
 // other's changes. Run with -race (make test does for this package), where a write to
 // a shared object anywhere on these paths fails the test.
@@ -70,6 +70,15 @@ func TestConcurrentReadsOfOneCachedObject(t *testing.T) {
 						return js.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/shared").
 							SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
 							Param("includeObject", "Object").DoRaw(ctx)
+					},
+					// What the garbage collector's metadata client asks for.
+					func() (any, error) {
+						return js.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/shared").
+							SetHeader("Accept", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").DoRaw(ctx)
+					},
+					func() (any, error) {
+						return js.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes").
+							SetHeader("Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").DoRaw(ctx)
 					},
 				} {
 					if _, err := read(); err != nil {

@@ -34,6 +34,12 @@ const minWatchTimeout = 30 * time.Minute
 func (s *Server) watch(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
 	s.watches.Add(1)
 	defer s.watches.Done()
+	// A watch asks for PartialObjectMetadata, the shape of each event's object.
+	format, err := responseFormatFor(req, r, shapeObject)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	sel, err := parseSelector(r, req)
 	if err != nil {
 		writeError(w, err)
@@ -82,7 +88,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, r *Resource, in
 		}
 		start = initial.revision
 	}
-	enc := newWatchEncoder(w, flusher, r, responseFormatFor(req, r), q.Get("includeObject"), s.cfg.Clock.Now)
+	enc := newWatchEncoder(w, flusher, r, format, q.Get("includeObject"), s.cfg.Clock.Now)
 	events := s.cfg.Store.Watch(ctx, selectionPrefix(r, info.namespace, sel), start)
 
 	w.Header().Set("Content-Type", enc.contentType())
@@ -215,14 +221,14 @@ type watchEncoder struct {
 func newWatchEncoder(w http.ResponseWriter, flusher http.Flusher, r *Resource, format responseFormat, includeObject string, now func() time.Time) *watchEncoder {
 	e := &watchEncoder{w: w, flusher: flusher, r: r, format: format, includeObject: includeObject, now: now}
 	e.json = json.NewEncoder(&e.buf)
-	if format == formatProtobuf {
+	if format.protobuf() {
 		e.frames = protobuf.LengthDelimitedFramer.NewFrameWriter(w)
 	}
 	return e
 }
 
 func (e *watchEncoder) contentType() string {
-	if e.format == formatProtobuf {
+	if e.format.protobuf() {
 		return protobufWatchContentType
 	}
 	return "application/json"
@@ -236,14 +242,29 @@ func (e *watchEncoder) send(t watch.EventType, obj runtime.Object) error {
 		}
 		return e.write(t, tbl)
 	}
+	if e.format.metadataOnly() {
+		m, err := asPartialObjectMetadata(obj)
+		if err != nil {
+			return err
+		}
+		return e.write(t, m)
+	}
 	stampKind(obj, e.r.GroupVersionKind())
 	return e.write(t, obj)
 }
 
-// bookmark tells the client everything up to rev has been sent.
+// bookmark tells the client everything up to rev has been sent. Its object is of the
+// kind the stream carries, empty but for the resourceVersion (and the annotation
+// ending a watch-list's initial events).
 func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
-	obj := e.r.New()
-	obj.GetObjectKind().SetGroupVersionKind(e.r.GroupVersionKind())
+	var obj runtime.Object
+	if e.format.metadataOnly() {
+		obj = &metav1.PartialObjectMetadata{}
+		obj.GetObjectKind().SetGroupVersionKind(partialObjectMetadataGVK)
+	} else {
+		obj = e.r.New()
+		obj.GetObjectKind().SetGroupVersionKind(e.r.GroupVersionKind())
+	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return err
@@ -259,7 +280,7 @@ func (e *watchEncoder) bookmark(rev int64, initialEnd bool) error {
 func (e *watchEncoder) write(t watch.EventType, obj runtime.Object) error {
 	e.buf.Reset()
 	var err error
-	if e.format == formatProtobuf {
+	if e.format.protobuf() {
 		err = e.writeProtobuf(t, obj)
 	} else {
 		err = e.writeJSON(t, obj)

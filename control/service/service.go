@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -286,7 +287,7 @@ const protobufContentType = "application/vnd.kubernetes.protobuf"
 
 // loopbackClient is the controllers' client: an in-memory certificate for the control
 // service's own identity, talking to its own listener. The config is for controllers
-// that need other clients (dynamic) to the same place.
+// that need other clients (dynamic, metadata) to the same place.
 func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, *rest.Config, error) {
 	cert, key, err := authority.IssueClientCert(pki.ControlUser, []string{pki.AdminGroup}, 0)
 	if err != nil {
@@ -302,8 +303,9 @@ func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, *
 	// Protobuf, as kube-controller-manager speaks: decoding the informers' watch events
 	// in JSON was a tenth of the control service's CPU at 5,000 nodes. client-go's typed
 	// clients ask for it anyway when no content type is set; this makes every request
-	// of the clientset do so. The dynamic client the garbage collector builds from this
-	// config speaks JSON regardless (it works on unstructured objects).
+	// of the clientset do so. The dynamic client built from this config speaks JSON
+	// regardless (it works on unstructured objects); the metadata client sets its own
+	// media types (PartialObjectMetadata in protobuf).
 	cfg.ContentType = protobufContentType
 	cfg.AcceptContentTypes = protobufContentType + ",application/json"
 	c, err := kubernetes.NewForConfig(cfg)
@@ -315,13 +317,21 @@ func loopbackClient(authority *pki.Authority, port int) (kubernetes.Interface, *
 
 // runControllers starts the informers and the control loops and waits for them.
 func runControllers(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, o Options, reg prometheus.Registerer, logger *slog.Logger) error {
-	// The garbage collector and the namespace controller work on every resource, as
-	// unstructured objects through the dynamic client, which speaks JSON.
+	// The garbage collector watches every resource but reads only metadata, through
+	// the metadata client, as kube-controller-manager's does: the server sends
+	// PartialObjectMetadata in protobuf, so no watch event (a Lease renewal per node
+	// every 10 s) is decoded whole, as JSON into an unstructured map.
+	metadataClient, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("loopback metadata client: %w", err)
+	}
+	// The namespace controller works on every resource, as unstructured objects
+	// through the dynamic client, which speaks JSON.
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("loopback dynamic client: %w", err)
 	}
-	collector, err := gc.New(gc.Config{Client: dyn, Discovery: client.Discovery(), Clock: clock.RealClock{},
+	collector, err := gc.New(gc.Config{Client: metadataClient, Discovery: client.Discovery(), Clock: clock.RealClock{},
 		Registerer: reg, Logger: logger, Options: gc.DefaultOptions()})
 	if err != nil {
 		return err

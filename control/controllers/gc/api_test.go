@@ -3,7 +3,10 @@ package gc_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
@@ -34,10 +37,53 @@ func newAPI(t *testing.T) *rest.Config {
 	return apitest.Start(t, apitest.Options{SkipDefaultNamespaces: true}).RESTConfig()
 }
 
+// metadataAnswers checks that the collector's reads and watches, which ask for
+// PartialObjectMetadata, are answered in protobuf.
+type metadataAnswers struct {
+	mu       sync.Mutex
+	answered int
+	wrong    []string
+}
+
+func (m *metadataAnswers) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata") {
+			return resp, err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.answered++
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/vnd.kubernetes.protobuf") {
+			m.wrong = append(m.wrong, req.Method+" "+req.URL.String()+": "+ct)
+		}
+		return resp, err
+	})
+}
+
+func (m *metadataAnswers) check(t *testing.T) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// A collector stopped at once may have had nothing answered; one that collected
+	// read the metadata of what it deleted.
+	if len(m.wrong) > 0 {
+		t.Errorf("of %d metadata requests answered, these were not in protobuf: %v", m.answered, m.wrong)
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // startCollector runs a collector until the returned stop is called (also at cleanup).
+// Every metadata request it made must have been answered in protobuf.
 func startCollector(t *testing.T, cfg *rest.Config) (stop func()) {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(cfg)
+	answers := &metadataAnswers{}
+	metadataConfig := rest.CopyConfig(cfg)
+	metadataConfig.WrapTransport = answers.wrap
+	metadataClient, err := metadata.NewForConfig(metadataConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +93,7 @@ func startCollector(t *testing.T, cfg *rest.Config) (stop func()) {
 	}
 	opts := gc.DefaultOptions()
 	opts.DiscoveryPeriod = time.Second
-	ctrl, err := gc.New(gc.Config{Client: dyn, Discovery: kc.Discovery(), Clock: clock.RealClock{}, Options: opts})
+	ctrl, err := gc.New(gc.Config{Client: metadataClient, Discovery: kc.Discovery(), Clock: clock.RealClock{}, Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +115,7 @@ func startCollector(t *testing.T, cfg *rest.Config) (stop func()) {
 		case <-time.After(apiTimeout):
 			t.Error("Run did not return after cancel")
 		}
+		answers.check(t)
 	}
 	t.Cleanup(stop)
 	return stop

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -156,7 +155,7 @@ func (c *Controller) collect(ctx context.Context, n *node) error {
 	}
 	states := make([]ownerState, len(owners))
 	for i, r := range owners {
-		if states[i], err = c.ownerState(ctx, latest, r); err != nil {
+		if states[i], err = c.ownerState(ctx, n, latest, r); err != nil {
 			return err
 		}
 	}
@@ -176,26 +175,27 @@ func (c *Controller) collect(ctx context.Context, n *node) error {
 	return nil
 }
 
-// ownerState looks up one owner of dependent. Absence is confirmed by a live GET by
-// name in the owner's scope; an owner found with another UID is absent too.
-func (c *Controller) ownerState(ctx context.Context, dependent *unstructured.Unstructured, r metav1.OwnerReference) (ownerState, error) {
+// ownerState looks up one owner of dependent n, as read live. Absence is confirmed by
+// a live GET by name in the owner's scope; an owner found with another UID is absent
+// too.
+func (c *Controller) ownerState(ctx context.Context, n *node, dependent *metav1.PartialObjectMetadata, r metav1.OwnerReference) (ownerState, error) {
 	gv, err := schema.ParseGroupVersion(r.APIVersion)
 	if err != nil {
 		return 0, fmt.Errorf("gc: %s %s/%s: ownerReference %s %q has apiVersion %q, which is not GROUP/VERSION or VERSION: %w",
-			dependent.GetKind(), dependent.GetNamespace(), dependent.GetName(), r.Kind, r.Name, r.APIVersion, err)
+			n.kind, dependent.GetNamespace(), dependent.GetName(), r.Kind, r.Name, r.APIVersion, err)
 	}
 	mapping, err := c.mapper.RESTMapping(gv.WithKind(r.Kind).GroupKind(), gv.Version)
 	if err != nil {
 		return 0, fmt.Errorf("gc: %s %s/%s: resolving owner %s %s %q: %w",
-			dependent.GetKind(), dependent.GetNamespace(), dependent.GetName(), r.APIVersion, r.Kind, r.Name, err)
+			n.kind, dependent.GetNamespace(), dependent.GetName(), r.APIVersion, r.Kind, r.Name, err)
 	}
 	namespace := ""
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		namespace = dependent.GetNamespace()
 		if namespace == "" {
-			c.warn(dependent, reasonInvalidNamespace, fmt.Sprintf(
+			c.warn(n.typed(dependent), reasonInvalidNamespace, fmt.Sprintf(
 				"ownerRef [%s/%s, namespace: , name: %s, uid: %s] names a namespaced owner, but %s %s is cluster-scoped; it is never collected",
-				r.APIVersion, r.Kind, r.Name, r.UID, dependent.GetKind(), dependent.GetName()))
+				r.APIVersion, r.Kind, r.Name, r.UID, n.kind, dependent.GetName()))
 			return ownerUnresolvable, nil
 		}
 	}
@@ -208,14 +208,14 @@ func (c *Controller) ownerState(ctx context.Context, dependent *unstructured.Uns
 	case apierrors.IsNotFound(err):
 		c.absent.Add(key, struct{}{})
 		if o, ok := c.graph.get(r.UID); ok && namespace != "" && o.namespace != namespace {
-			c.warn(dependent, reasonInvalidNamespace, fmt.Sprintf(
+			c.warn(n.typed(dependent), reasonInvalidNamespace, fmt.Sprintf(
 				"ownerRef [%s/%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q; a namespaced owner must be in its dependent's namespace",
 				r.APIVersion, r.Kind, o.namespace, r.Name, r.UID, namespace))
 		}
 		return ownerAbsent, nil
 	case err != nil:
 		return 0, fmt.Errorf("gc: %s %s/%s: reading owner %s %q: %w",
-			dependent.GetKind(), dependent.GetNamespace(), dependent.GetName(), r.Kind, r.Name, err)
+			n.kind, dependent.GetNamespace(), dependent.GetName(), r.Kind, r.Name, err)
 	case owner.GetUID() != r.UID:
 		c.absent.Add(key, struct{}{})
 		return ownerAbsent, nil

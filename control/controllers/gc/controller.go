@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -31,7 +31,7 @@ const discoveryRetry = time.Second
 
 // Controller is the garbage collector.
 type Controller struct {
-	client   dynamic.Interface
+	client   metadata.Interface
 	disc     discovery.DiscoveryInterface
 	mapper   meta.RESTMapper
 	clock    clock.WithTicker

@@ -5,7 +5,12 @@
 // It watches every resource that discovery reports as listable, watchable and
 // deletable (events excepted, as in Kubernetes), re-discovering periodically, and keeps
 // a graph of objects by UID with an index from each owner's UID to its dependents,
-// built from metadata.ownerReferences. The informers keep only metadata.
+// built from metadata.ownerReferences. It sees only metadata: informers, live reads and
+// writes go through client-go's metadata client, which the API server answers with
+// PartialObjectMetadata in protobuf (no object is decoded whole, as the dynamic client's
+// JSON into unstructured maps would), and the informers' caches keep only the fields
+// the collector reads. An object's kind, which owner references name, comes from
+// discovery's entry for the resource it was watched through.
 //
 //   - Background: a dependent none of whose owners exists any more is deleted with
 //     propagationPolicy Background (or Orphan/Foreground when it already carries that

@@ -50,17 +50,21 @@ func nodeFrom(gvr schema.GroupVersionResource, obj metav1.Object, apiVersion, ki
 	return n
 }
 
-// nodeFromObject is nodeFrom for anything with metadata and a type.
-func nodeFromObject(gvr schema.GroupVersionResource, obj any) (*node, bool) {
+// nodeFromObject is nodeFrom for anything with metadata observed through gvr, whose
+// objects are of kind.
+func nodeFromObject(gvr schema.GroupVersionResource, kind string, obj any) (*node, bool) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, false
 	}
-	typ, err := meta.TypeAccessor(obj)
-	if err != nil {
-		return nil, false
-	}
-	return nodeFrom(gvr, acc, typ.GetAPIVersion(), typ.GetKind()), true
+	return nodeFrom(gvr, acc, gvr.GroupVersion().String(), kind), true
+}
+
+// typed is obj's metadata as an object of n's kind, as events name their object.
+func (n *node) typed(obj *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	out := obj.DeepCopy()
+	out.APIVersion, out.Kind = n.apiVersion, n.kind
+	return out
 }
 
 // waitingForDependents reports whether the object is in Foreground deletion.

@@ -12,7 +12,7 @@ import (
 )
 
 func testNode(o *unstructured.Unstructured) *node {
-	n, _ := nodeFromObject(resourceOf(o), o)
+	n, _ := nodeFromObject(resourceOf(o), o.GetKind(), partial(o))
 	return n
 }
 
@@ -171,7 +171,7 @@ func TestCollectableResources(t *testing.T) {
 		t.Fatalf("collectableResources: complete %v, %v", complete, err)
 	}
 	// Events are ignored, subresources and resources without list/watch/delete skipped.
-	want := map[schema.GroupVersionResource]bool{leases: true, nodes: true}
+	want := map[schema.GroupVersionResource]string{leases: "Lease", nodes: "Node"}
 	if !maps.Equal(got, want) {
 		t.Errorf("collectableResources = %v, want %v", got, want)
 	}

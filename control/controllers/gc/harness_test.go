@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -76,22 +76,25 @@ func (r *recordedEvents) list() []string {
 type harness struct {
 	t        *testing.T
 	ctrl     *Controller
-	client   *dynamicfake.FakeDynamicClient
+	client   *metadatafake.FakeMetadataClient
 	events   *recordedEvents
 	registry *prometheus.Registry
 }
 
-// newHarness builds a collector over a fake dynamic client holding objs. Its graph is
-// fed by observe and forget below, standing in for the informers, so each test
-// decides exactly what the collector has seen.
+// newHarness builds a collector over a fake metadata client holding the metadata of
+// objs. Its graph is fed by observe and forget below, standing in for the informers,
+// so each test decides exactly what the collector has seen.
 func newHarness(t *testing.T, objs ...*unstructured.Unstructured) *harness {
 	t.Helper()
 	var ros []runtime.Object
 	for _, o := range objs {
-		ros = append(ros, o.DeepCopy())
+		ros = append(ros, partial(o))
 	}
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{leases: "LeaseList", nodes: "NodeList"}, ros...)
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme, ros...)
 	events := &recordedEvents{}
 	reg := prometheus.NewRegistry()
 	ctrl, err := New(Config{
@@ -109,6 +112,14 @@ func newHarness(t *testing.T, objs ...*unstructured.Unstructured) *harness {
 	return h
 }
 
+// partial is o's metadata as the fake metadata client holds it: PartialObjectMetadata
+// under o's apiVersion and kind, from which the fake's tracker guesses the resource.
+func partial(o *unstructured.Unstructured) *metav1.PartialObjectMetadata {
+	p := meta.AsPartialObjectMetadata(o.DeepCopy())
+	p.APIVersion, p.Kind = o.GetAPIVersion(), o.GetKind()
+	return p
+}
+
 func resourceOf(o *unstructured.Unstructured) schema.GroupVersionResource {
 	if o.GetKind() == "Node" {
 		return nodes
@@ -118,12 +129,12 @@ func resourceOf(o *unstructured.Unstructured) schema.GroupVersionResource {
 
 // observe is an informer's add or update event.
 func (h *harness) observe(o *unstructured.Unstructured) {
-	h.ctrl.monitors.observe(resourceOf(o), o.DeepCopy())
+	h.ctrl.monitors.observe(resourceOf(o), o.GetKind(), partial(o))
 }
 
 // forget is an informer's delete event.
 func (h *harness) forget(o *unstructured.Unstructured) {
-	h.ctrl.monitors.deleted(resourceOf(o), o.DeepCopy())
+	h.ctrl.monitors.deleted(resourceOf(o), o.GetKind(), partial(o))
 }
 
 // drain processes queued items until the queue is empty.
@@ -145,14 +156,18 @@ func (h *harness) reconcile(o *unstructured.Unstructured) {
 	}
 }
 
-// get reads an object from the fake; nil when it is gone.
+// get reads an object's metadata from the fake; nil when it is gone.
 func (h *harness) get(o *unstructured.Unstructured) *unstructured.Unstructured {
 	h.t.Helper()
 	got, err := h.client.Resource(resourceOf(o)).Namespace(o.GetNamespace()).Get(context.Background(), o.GetName(), metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
-	return got
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(got)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: m}
 }
 
 // writes lists the write actions the collector made, as "verb resource ns/name".

@@ -11,27 +11,26 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
 // collectableResources asks discovery for the preferred version of every resource
-// that can be listed, watched and deleted, minus ignored ones and subresources.
-// complete is false when some group failed discovery: the result is then partial,
-// and resources missing from it must not be taken as gone.
-func collectableResources(disc discovery.DiscoveryInterface, ignored map[schema.GroupResource]bool) (map[schema.GroupVersionResource]bool, bool, error) {
+// that can be listed, watched and deleted, minus ignored ones and subresources, with
+// the kind of each. complete is false when some group failed discovery: the result is
+// then partial, and resources missing from it must not be taken as gone.
+func collectableResources(disc discovery.DiscoveryInterface, ignored map[schema.GroupResource]bool) (map[schema.GroupVersionResource]string, bool, error) {
 	lists, err := discovery.ServerPreferredResources(disc)
 	complete := err == nil
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, false, fmt.Errorf("gc: discovering resources: %w", err)
 	}
 	lists = discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "watch", "delete"}}, lists)
-	out := map[schema.GroupVersionResource]bool{}
+	out := map[schema.GroupVersionResource]string{}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -42,7 +41,7 @@ func collectableResources(disc discovery.DiscoveryInterface, ignored map[schema.
 			if strings.Contains(r.Name, "/") || ignored[gvr.GroupResource()] {
 				continue
 			}
-			out[gvr] = true
+			out[gvr] = r.Kind
 		}
 	}
 	return out, complete, nil
@@ -55,10 +54,10 @@ type monitor struct {
 	done   chan struct{}
 }
 
-// monitors runs one metadata-only informer per watched resource and turns their
-// events into graph changes and work items. It owns the informers' goroutines.
+// monitors runs one metadata informer per watched resource and turns their events
+// into graph changes and work items. It owns the informers' goroutines.
 type monitors struct {
-	client  dynamic.Interface
+	client  metadata.Interface
 	graph   *graph
 	enqueue func(uids ...types.UID)
 	logger  *slog.Logger
@@ -67,14 +66,15 @@ type monitors struct {
 	running map[schema.GroupVersionResource]*monitor
 }
 
-func newMonitors(client dynamic.Interface, g *graph, enqueue func(...types.UID), logger *slog.Logger) *monitors {
+func newMonitors(client metadata.Interface, g *graph, enqueue func(...types.UID), logger *slog.Logger) *monitors {
 	return &monitors{client: client, graph: g, enqueue: enqueue, logger: logger, running: map[schema.GroupVersionResource]*monitor{}}
 }
 
-// sync starts informers for resources in want that have none, and, when removeMissing,
-// stops those for resources no longer in want (forgetting their objects). ctx bounds
-// the started informers. It reports whether anything changed.
-func (m *monitors) sync(ctx context.Context, want map[schema.GroupVersionResource]bool, removeMissing bool) (bool, error) {
+// sync starts informers for resources in want (by resource, the kind it serves) that
+// have none, and, when removeMissing, stops those for resources no longer in want
+// (forgetting their objects). ctx bounds the started informers. It reports whether
+// anything changed.
+func (m *monitors) sync(ctx context.Context, want map[schema.GroupVersionResource]string, removeMissing bool) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	changed := false
@@ -83,7 +83,7 @@ func (m *monitors) sync(ctx context.Context, want map[schema.GroupVersionResourc
 		if m.running[gvr] != nil {
 			continue
 		}
-		mon, err := m.start(ctx, gvr)
+		mon, err := m.start(ctx, gvr, want[gvr])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -94,7 +94,7 @@ func (m *monitors) sync(ctx context.Context, want map[schema.GroupVersionResourc
 	}
 	if removeMissing {
 		for gvr, mon := range m.running {
-			if want[gvr] {
+			if _, ok := want[gvr]; ok {
 				continue
 			}
 			mon.cancel()
@@ -120,15 +120,18 @@ func resourceName(gvr schema.GroupVersionResource) string {
 	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
 }
 
-func (m *monitors) start(ctx context.Context, gvr schema.GroupVersionResource) (*monitor, error) {
-	inf := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+// start runs an informer over the metadata of gvr's objects, which are of kind. The
+// metadata client's objects are PartialObjectMetadata: the kind each node is known by
+// (matched against owner references) comes from discovery.
+func (m *monitors) start(ctx context.Context, gvr schema.GroupVersionResource, kind string) (*monitor, error) {
+	inf := metadatainformer.NewFilteredMetadataInformer(m.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	if err := inf.SetTransform(keepMetadata); err != nil {
 		return nil, fmt.Errorf("gc: informer for %s: %w", resourceName(gvr), err)
 	}
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.observe(gvr, obj) },
-		UpdateFunc: func(_, obj any) { m.observe(gvr, obj) },
-		DeleteFunc: func(obj any) { m.deleted(gvr, obj) },
+		AddFunc:    func(obj any) { m.observe(gvr, kind, obj) },
+		UpdateFunc: func(_, obj any) { m.observe(gvr, kind, obj) },
+		DeleteFunc: func(obj any) { m.deleted(gvr, kind, obj) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gc: informer for %s: %w", resourceName(gvr), err)
@@ -142,28 +145,26 @@ func (m *monitors) start(ctx context.Context, gvr schema.GroupVersionResource) (
 	return mon, nil
 }
 
-// keepMetadata strips cached objects down to what the collector reads, so watching
-// every resource costs little memory.
+// keepMetadata strips cached objects down to what the collector reads (labels,
+// annotations and managed fields go), so watching every resource costs little memory.
 func keepMetadata(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
+	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil // DeletedFinalStateUnknown and the like pass through
 	}
-	out := &unstructured.Unstructured{Object: map[string]any{}}
-	out.SetAPIVersion(u.GetAPIVersion())
-	out.SetKind(u.GetKind())
-	out.SetNamespace(u.GetNamespace())
-	out.SetName(u.GetName())
-	out.SetUID(u.GetUID())
-	out.SetResourceVersion(u.GetResourceVersion())
-	out.SetOwnerReferences(u.GetOwnerReferences())
-	out.SetFinalizers(u.GetFinalizers())
-	out.SetDeletionTimestamp(u.GetDeletionTimestamp())
-	return out, nil
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace:         m.Namespace,
+		Name:              m.Name,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		OwnerReferences:   m.OwnerReferences,
+		Finalizers:        m.Finalizers,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}}, nil
 }
 
-func (m *monitors) observe(gvr schema.GroupVersionResource, obj any) {
-	n, ok := nodeFromObject(gvr, obj)
+func (m *monitors) observe(gvr schema.GroupVersionResource, kind string, obj any) {
+	n, ok := nodeFromObject(gvr, kind, obj)
 	if !ok {
 		m.logger.Warn("informer delivered an object without metadata", "resource", resourceName(gvr), "type", fmt.Sprintf("%T", obj))
 		return
@@ -172,11 +173,11 @@ func (m *monitors) observe(gvr schema.GroupVersionResource, obj any) {
 	m.enqueue(m.graph.toCheck(old, n)...)
 }
 
-func (m *monitors) deleted(gvr schema.GroupVersionResource, obj any) {
+func (m *monitors) deleted(gvr schema.GroupVersionResource, kind string, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	n, ok := nodeFromObject(gvr, obj)
+	n, ok := nodeFromObject(gvr, kind, obj)
 	if !ok {
 		return
 	}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/clock"
 )
 
@@ -73,8 +73,10 @@ type EventRecorder interface {
 
 // Config wires a Controller. Client, Discovery and Clock are required.
 type Config struct {
-	// Client reads, patches and deletes objects of any resource.
-	Client dynamic.Interface
+	// Client watches, reads, patches and deletes objects of any resource, seeing only
+	// their metadata (client-go's metadata client, which asks for
+	// PartialObjectMetadata in protobuf: no object is decoded whole).
+	Client metadata.Interface
 	// Discovery lists the resources to watch.
 	Discovery discovery.DiscoveryInterface
 	// Mapper resolves an owner reference's apiVersion and kind to a resource and its

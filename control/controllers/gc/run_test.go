@@ -30,7 +30,7 @@ func TestRunCollectsThroughInformers(t *testing.T) {
 	kept := lease("ns", "kept", ownerRef(owner, false))
 	h := newHarness(t)
 	for _, o := range []*unstructured.Unstructured{owner, dep, kept} {
-		if err := h.client.Tracker().Add(o); err != nil {
+		if err := h.client.Tracker().Add(partial(o)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestRunCollectsThroughInformers(t *testing.T) {
 
 func TestMonitorsFollowDiscovery(t *testing.T) {
 	h := newHarness(t)
-	if err := h.client.Tracker().Add(lease("ns", "l")); err != nil {
+	if err := h.client.Tracker().Add(partial(lease("ns", "l"))); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -64,7 +64,7 @@ func TestMonitorsFollowDiscovery(t *testing.T) {
 		h.ctrl.monitors.stop()
 	}()
 	m := h.ctrl.monitors
-	if changed, err := m.sync(ctx, map[schema.GroupVersionResource]bool{leases: true}, true); !changed || err != nil {
+	if changed, err := m.sync(ctx, map[schema.GroupVersionResource]string{leases: "Lease"}, true); !changed || err != nil {
 		t.Fatalf("sync: changed %v, %v; want a started informer", changed, err)
 	}
 	eventually(t, "the lease informer to fill the graph", func() bool { return m.synced() && h.ctrl.graph.size() == 1 })

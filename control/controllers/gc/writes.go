@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 )
@@ -16,7 +15,7 @@ import (
 // deleteDependent deletes n with policy, on condition that it is still the object
 // that was read (UID and resourceVersion): a dependent that gained an owner since
 // the decision turns into a conflict, and is decided again.
-func (c *Controller) deleteDependent(ctx context.Context, n *node, latest *unstructured.Unstructured, policy metav1.DeletionPropagation) error {
+func (c *Controller) deleteDependent(ctx context.Context, n *node, latest *metav1.PartialObjectMetadata, policy metav1.DeletionPropagation) error {
 	uid, rv := latest.GetUID(), latest.GetResourceVersion()
 	err := c.client.Resource(n.resource).Namespace(n.namespace).Delete(ctx, n.name, metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
@@ -35,7 +34,7 @@ func (c *Controller) deleteDependent(ctx context.Context, n *node, latest *unstr
 
 // dropOwnerRefs removes the references to the owners in drop from obj, as read, with
 // a JSON merge patch carrying obj's resourceVersion, and returns how many it removed.
-func (c *Controller) dropOwnerRefs(ctx context.Context, n *node, obj *unstructured.Unstructured, drop []types.UID) (int, error) {
+func (c *Controller) dropOwnerRefs(ctx context.Context, n *node, obj *metav1.PartialObjectMetadata, drop []types.UID) (int, error) {
 	refs := obj.GetOwnerReferences()
 	var keep []metav1.OwnerReference
 	for _, r := range refs {
