@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +11,11 @@ import (
 )
 
 // bootAll boots m until the guest has run every binary. When the guest kernel dies
-// mid-package (a panic: qemu exits through panic=-1 and -no-reboot), the console says
-// why; the package is run once more in a fresh boot, its crashed output kept aside,
-// and the following packages after it. A package that crashes the kernel twice is
-// failed and skipped. Returns the crashes per binary name, and a problem with the VM
+// mid-package (a panic: qemu exits through panic=-1 and -no-reboot; the console says
+// why) or the guest hangs (its console silent for longer than any test binary may
+// run; qemu is killed), the package is run once more in a fresh boot, its first
+// output kept aside, and the following packages after it. A package that crashes or
+// hangs the kernel twice is failed and skipped. Returns the crashes per binary name, and a problem with the VM
 // itself (qemu failed, timed out, or the guest died before running anything).
 func bootAll(ctx context.Context, o Options, m machine, bins []TestBinary, results string) (map[string][]string, string) {
 	crashes := map[string][]string{}
@@ -27,10 +29,11 @@ func bootAll(ctx context.Context, o Options, m machine, bins []TestBinary, resul
 		vmCtx, cancel := context.WithTimeout(ctx, o.VMTimeout)
 		err := m.run(vmCtx, o.Log)
 		cancel()
-		if err != nil {
+		hung := errors.Is(err, errGuestHung)
+		if err != nil && !hung {
 			return crashes, err.Error()
 		}
-		if _, err := os.Stat(filepath.Join(results, "DONE")); err == nil {
+		if _, err := os.Stat(filepath.Join(results, "DONE")); err == nil && !hung {
 			return crashes, ""
 		}
 		crashed := -1
@@ -46,11 +49,14 @@ func bootAll(ctx context.Context, o Options, m machine, bins []TestBinary, resul
 		}
 		b := bins[crashed]
 		why := panicSummary(m.console)
+		if hung {
+			why = err.Error()
+		}
 		if test := lastStartedTest(out); test != "" {
 			why = "during " + test + ": " + why
 		}
 		crashes[b.Name] = append(crashes[b.Name], why)
-		fmt.Fprintf(o.Log, "vm %s: the kernel died running %s: %s\n", m.label, b.Name, why)
+		fmt.Fprintf(o.Log, "vm %s: the kernel died or hung running %s: %s\n", m.label, b.Name, why)
 		if len(crashes[b.Name]) == 1 {
 			// Keep what the crashed run printed; the retry writes the .out afresh.
 			if err := os.Rename(out, filepath.Join(results, b.Name+".crashed")); err != nil {

@@ -109,7 +109,7 @@ func (m Matrix) Markdown() string {
 		}
 	}
 	if len(crashes) > 0 {
-		b.WriteString("\nKernel crashes (the guest kernel died; the package then ran again in a fresh boot):\n\n")
+		b.WriteString("\nKernel crashes and hangs (the guest kernel died, or its console went silent for longer than a test binary may run; the package then ran again in a fresh boot):\n\n")
 		b.WriteString("| kernel | package | what the kernel said | then |\n| --- | --- | --- | --- |\n")
 		b.WriteString(strings.Join(crashes, "\n") + "\n")
 	}

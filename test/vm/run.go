@@ -117,6 +117,8 @@ func runKernel(ctx context.Context, o Options, k Kernel, bins []TestBinary, binD
 			{tag: "results", dir: results},
 		},
 		cpus: o.CPUs, memoryMB: o.MemoryMB, console: filepath.Join(dir, "console.log"),
+		// Every binary ends within its -test.timeout, and the guest says so.
+		silence: o.TestTimeout + 2*time.Minute,
 	}
 	start := o.Clock.Now()
 	crashes, problem := bootAll(ctx, o, m, bins, results)
