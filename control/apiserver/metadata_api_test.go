@@ -327,16 +327,7 @@ func TestMetadataClientWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case ev := <-w.ResultChan():
-			st, ok := ev.Object.(*metav1.Status)
-			if ev.Type != watch.Error || !ok || st.Code != http.StatusGone || st.Reason != metav1.StatusReasonExpired {
-				t.Fatalf("%s metadata watch from a compacted revision: %s %+v, want ERROR with a 410 Expired Status", name, ev.Type, ev.Object)
-			}
-		case <-ctx.Done():
-			t.Fatalf("%s: no event from a metadata watch at a compacted revision", name)
-		}
-		w.Stop()
+		requireExpired(ctx, t, name+" metadata watch", w)
 	}
 }
 

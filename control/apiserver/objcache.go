@@ -65,18 +65,11 @@ func newObjectCache(limit int64, reg prometheus.Registerer) (*objectCache, error
 
 // get returns a copy of the object cached for key at exactly revision.
 func (c *objectCache) get(key string, revision int64) (runtime.Object, bool) {
-	if c.limit <= 0 {
+	obj, ok := c.view(key, revision)
+	if !ok {
 		return nil, false
 	}
-	c.mu.Lock()
-	e, ok := c.entries[key]
-	c.mu.Unlock()
-	if !ok || e.revision != revision {
-		c.lookups.WithLabelValues("miss").Inc()
-		return nil, false
-	}
-	c.lookups.WithLabelValues("hit").Inc()
-	return e.obj.DeepCopyObject(), true
+	return obj.DeepCopyObject(), true
 }
 
 // view returns the object cached for key at exactly revision itself, not a copy: the

@@ -11,6 +11,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/plinth/plinth/control/storage"
 )
 
 // TestUpdateAtCachedRevisionStillRefusesStaleWrites: an update naming the revision the
@@ -40,20 +42,7 @@ func TestUpdateAtCachedRevisionStillRefusesStaleWrites(t *testing.T) {
 	if strconv.FormatInt(kv.Revision, 10) != created.ResourceVersion {
 		t.Fatalf("stored revision %d, created resourceVersion %s", kv.Revision, created.ResourceVersion)
 	}
-	var other coordinationv1.Lease
-	if err := json.Unmarshal(kv.Value, &other); err != nil {
-		t.Fatal(err)
-	}
-	otherHolder := "node-b"
-	other.Spec.HolderIdentity = &otherHolder
-	data, err := json.Marshal(&other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newRev, _, err := ts.store.Update(ctx, key, data, kv.Revision)
-	if err != nil {
-		t.Fatal(err)
-	}
+	newRev := renewBehindTheServer(ctx, t, ts, kv, "node-b")
 
 	stale := created.DeepCopy()
 	mine := "node-c"
@@ -111,20 +100,7 @@ func TestReadAtResourceVersionZeroFollowsOtherWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var other coordinationv1.Lease
-	if err := json.Unmarshal(kv.Value, &other); err != nil {
-		t.Fatal(err)
-	}
-	otherHolder := "node-b"
-	other.Spec.HolderIdentity = &otherHolder
-	data, err := json.Marshal(&other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newRev, _, err := ts.store.Update(ctx, key, data, kv.Revision)
-	if err != nil {
-		t.Fatal(err)
-	}
+	newRev := renewBehindTheServer(ctx, t, ts, kv, "node-b")
 	waitFor(ctx, t, "a read at resourceVersion=0 to show the other replica's write", func() (bool, string) {
 		got, err := leases.Get(ctx, "l", anyVersion)
 		if err != nil {
@@ -157,4 +133,24 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, 
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// renewBehindTheServer writes the Lease stored in kv with holder as its holder straight
+// to etcd, as another control replica would, and returns the new revision.
+func renewBehindTheServer(ctx context.Context, t *testing.T, ts testServer, kv storage.KV, holder string) int64 {
+	t.Helper()
+	var other coordinationv1.Lease
+	if err := json.Unmarshal(kv.Value, &other); err != nil {
+		t.Fatal(err)
+	}
+	other.Spec.HolderIdentity = &holder
+	data, err := json.Marshal(&other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRev, _, err := ts.store.Update(ctx, kv.Key, data, kv.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newRev
 }

@@ -331,16 +331,7 @@ func TestWatchErrorEventInBothEncodings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case ev := <-w.ResultChan():
-			st, ok := ev.Object.(*metav1.Status)
-			if ev.Type != watch.Error || !ok || st.Code != http.StatusGone || st.Reason != metav1.StatusReasonExpired {
-				t.Fatalf("%s watch from a compacted revision: %s %+v, want ERROR with a 410 Expired Status", name, ev.Type, ev.Object)
-			}
-		case <-ctx.Done():
-			t.Fatalf("%s: no event from a watch at a compacted revision", name)
-		}
-		w.Stop()
+		requireExpired(ctx, t, name+" watch", w)
 	}
 	requireMediaType(t, protoSeen, "GET /api/v1/nodes watch=true", "application/vnd.kubernetes.protobuf;stream=watch")
 }
@@ -421,5 +412,21 @@ func TestProtobufConfiguredClientReadsDiscovery(t *testing.T) {
 	}
 	if v, err := client.Discovery().ServerVersion(); err != nil || v.GitVersion != "v1.33.0-plinth" {
 		t.Fatalf("version %+v: %v", v, err)
+	}
+}
+
+// requireExpired: the first event of w, a watch from a compacted revision, is an
+// ERROR carrying a 410 Expired Status. It stops w.
+func requireExpired(ctx context.Context, t *testing.T, what string, w watch.Interface) {
+	t.Helper()
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		st, ok := ev.Object.(*metav1.Status)
+		if ev.Type != watch.Error || !ok || st.Code != http.StatusGone || st.Reason != metav1.StatusReasonExpired {
+			t.Fatalf("%s from a compacted revision: %s %+v, want ERROR with a 410 Expired Status", what, ev.Type, ev.Object)
+		}
+	case <-ctx.Done():
+		t.Fatalf("%s: no event from a watch at a compacted revision", what)
 	}
 }
