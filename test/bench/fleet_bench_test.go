@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/plinth/plinth/control/pki"
 	"github.com/plinth/plinth/test/nodesim"
 )
 
@@ -69,23 +68,19 @@ func fleetSizes(b *testing.B) []int {
 // plinth-control from the window.
 func BenchmarkNodeFleet(b *testing.B) {
 	for _, n := range fleetSizes(b) {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchFleet(b, n) })
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			benchFleet(b, n, plinthTarget(b, "--node-monitor-grace-period", fleetGrace.String()))
+		})
 	}
 }
 
-func benchFleet(b *testing.B, size int) {
+// benchFleet drives target with size simulated nodes and reports what BenchmarkNodeFleet
+// describes.
+func benchFleet(b *testing.B, size int, target *fleetTarget) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.Logf("load average at start: %s", loadAverage())
-	control := startControlProcess(b, "--node-monitor-grace-period", fleetGrace.String())
-	admin, err := control.client()
-	if err != nil {
-		b.Fatal(err)
-	}
-	authority, err := pki.LoadOrCreate(filepath.Join(control.dataDir, "pki"), pki.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	admin := target.admin
 	warnings := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if !testing.Verbose() {
 		// client-go logs every request a stopping node abandons.
@@ -95,7 +90,7 @@ func benchFleet(b *testing.B, size int) {
 		warnings = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	sim, err := nodesim.New(nodesim.Options{
-		Credentials: nodesim.AuthorityCredentials(authority, control.server),
+		Credentials: target.credentials(),
 		Seed:        uint64(size), Logger: warnings,
 		// A fleet does not boot within one renew interval: registration (five
 		// requests a node) is spread at 100 nodes/s. Heartbeats stay evenly spread
@@ -126,28 +121,28 @@ func benchFleet(b *testing.B, size int) {
 	// would count as the control service's latency.
 	releaseGC := holdSimulatorGC(b)
 	sim.Recorder().Reset()
-	pid := control.cmd.Process.Pid
 	loadStart := loadAverage()
-	cpuStart, err := cpuTime(pid)
+	cpuStart, err := target.cpuTime()
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpuStarts := target.cpuTimes()
 	simCPUStart, _ := cpuTime(0)
-	waitStart := runQueueWait(pid)
-	serverStart := leaseUpdateBuckets(ctx, admin)
+	waitStart := target.runQueueWait()
+	serverStart := target.leaseUpdateBuckets(ctx)
 	var profiles sync.WaitGroup
 	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
 		profiles.Go(func() {
-			fetchProfile(b, control.profiling, "profile?seconds=30", filepath.Join(dir, fmt.Sprintf("control-cpu-%d.pprof", size)))
+			target.fetchProfile(b, "profile?seconds=30", filepath.Join(dir, fmt.Sprintf("control-cpu-%d.pprof", size)))
 		})
 	}
 	windowStart := time.Now()
 	var maxRSS, anonAtMax int64
 	for time.Since(windowStart) < fleetWindow {
 		time.Sleep(time.Second)
-		if rss, err := memoryKiB(pid, "VmRSS"); err == nil && rss > maxRSS {
+		if rss, err := target.memoryKiB("VmRSS"); err == nil && rss > maxRSS {
 			maxRSS = rss
-			anonAtMax, _ = memoryKiB(pid, "RssAnon")
+			anonAtMax, _ = target.memoryKiB("RssAnon")
 		}
 	}
 	window := time.Since(windowStart)
@@ -156,43 +151,43 @@ func benchFleet(b *testing.B, size int) {
 	// latencies of requests answered after the window.
 	lease := sim.Recorder().Summary(nodesim.LeaseUpdate)
 	nodeGet := sim.Recorder().Summary(nodesim.NodeGet)
-	cpuEnd, err := cpuTime(pid)
+	cpuEnd, err := target.cpuTime()
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpuEnds := target.cpuTimes()
 	simCPUEnd, _ := cpuTime(0)
-	waited := runQueueWait(pid) - waitStart
-	serverSide := leaseUpdateBuckets(ctx, admin).since(serverStart)
+	waited := target.runQueueWait() - waitStart
+	serverSide := target.leaseUpdateBuckets(ctx).since(serverStart)
 	releaseGC()
 	goMemory := runtimeMetrics(ctx, admin, "go_goroutines", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_next_gc_bytes")
 	loadEnd := loadAverage()
 	profiles.Wait()
 	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
-		fetchProfile(b, control.profiling, "heap", filepath.Join(dir, fmt.Sprintf("control-heap-%d.pprof", size)))
+		target.fetchProfile(b, "heap", filepath.Join(dir, fmt.Sprintf("control-heap-%d.pprof", size)))
 		writeOwnHeapProfile(b, filepath.Join(dir, fmt.Sprintf("simulator-heap-%d.pprof", size)))
 	}
 
 	detection := measureDetection(ctx, b, admin, nodes, max(20, size/100))
-	peakRSS, _ := memoryKiB(pid, "VmHWM")
+	peakRSS, _ := target.memoryKiB("VmHWM")
 	if dir := os.Getenv("PLINTH_BENCH_PROFILE_DIR"); dir != "" {
-		if data, err := os.ReadFile(control.log); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("control-%d.log", size)), data, 0o644)
-		}
+		target.copyLogs(dir, size)
 	}
 	b.StopTimer()
 
 	cores := cpuEnd.Seconds() - cpuStart.Seconds()
 	cores /= window.Seconds()
 	simCores := (simCPUEnd - simCPUStart).Seconds() / window.Seconds()
-	b.Logf("window %s, load average %s -> %s: control %.2f cores, RSS max %d MiB (%d MiB anonymous, the rest mostly etcd's mapped database; peak over the run %d MiB); simulator %.2f cores",
-		window.Round(time.Second), loadStart, loadEnd, cores, maxRSS/1024, anonAtMax/1024, peakRSS/1024, simCores)
-	b.Logf("control's threads waited %.1f s for a CPU during the window (runnable, not running; %.2f s per second of CPU they got)",
+	b.Logf("window %s, load average %s -> %s: %s %.2f cores%s, RSS max %d MiB (%d MiB anonymous, the rest mostly etcd's mapped database; peak over the run %d MiB); simulator %.2f cores",
+		window.Round(time.Second), loadStart, loadEnd, target.name, cores, target.describeCPU(cpuStarts, cpuEnds, window),
+		maxRSS/1024, anonAtMax/1024, peakRSS/1024, simCores)
+	b.Logf("the control plane's threads waited %.1f s for a CPU during the window (runnable, not running; %.2f s per second of CPU they got)",
 		waited.Seconds(), waited.Seconds()/max(cpuEnd.Seconds()-cpuStart.Seconds(), 0.001))
-	b.Logf("control's Go runtime at the window's end: %s", goMemory)
+	b.Logf("the API server's Go runtime at the window's end: %s", goMemory)
 	b.Logf("Lease updates: %d (%.0f/s), %d failed (%d of them 429, retried by the client), p50 %s, p99 %s, max %s; Node reads: %d, %d failed (%d 429), p99 %s",
 		lease.Count, float64(lease.Count)/window.Seconds(), lease.Failures, lease.Throttled, ms(lease.P50), ms(lease.P99), ms(lease.Max),
 		nodeGet.Count, nodeGet.Failures, nodeGet.Throttled, ms(nodeGet.P99))
-	b.Logf("Lease updates as the control service timed them (handler only): %s", serverSide)
+	b.Logf("Lease updates as the API server timed them (handler only): %s", serverSide)
 	b.Logf("detection of %d stopped nodes: error against stop + %s: %s; against last renewal seen + %s: %s; %d not marked; %d running nodes wrongly marked",
 		detection.stopped, fleetGrace, detection.vsStop, fleetGrace, detection.vsRenewal, detection.unmarked, detection.falseUnknown)
 	b.ReportMetric(cores, "control-cores")
@@ -427,18 +422,6 @@ type histogram struct {
 	bounds []float64
 	counts []float64
 	total  float64
-}
-
-// leaseUpdateBuckets reads the control service's request duration histogram for Lease
-// updates. The control service times a request from its handler's start, so the
-// difference from what the nodes see is time in the network stack, HTTP/2 and TLS, and
-// waiting for a CPU on either side.
-func leaseUpdateBuckets(ctx context.Context, admin kubernetes.Interface) histogram {
-	raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return histogram{}
-	}
-	return parseHistogram(string(raw), "plinth_apiserver_request_duration_seconds", `resource="leases",verb="update"`)
 }
 
 // parseHistogram picks the series of name whose labels include selector.

@@ -64,41 +64,16 @@ func startControlProcess(b *testing.B, extra ...string) *controlProcess {
 	dir := b.TempDir()
 	port, pport := freePort(b), freePort(b)
 	p := &controlProcess{
-		done:       make(chan struct{}),
 		dataDir:    dir,
 		server:     fmt.Sprintf("https://127.0.0.1:%d", port),
 		kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
 		profiling:  fmt.Sprintf("127.0.0.1:%d", pport),
 		log:        filepath.Join(dir, "plinth-control.log"),
 	}
-	logFile, err := os.Create(p.log)
-	if err != nil {
-		b.Fatal(err)
-	}
 	args := append([]string{"--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--profiling-address", p.profiling}, extra...)
-	p.cmd = exec.Command(controlBinary(b), args...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	if err := p.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	b.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if b.Failed() {
-			b.Logf("plinth-control log (%s):\n%s", p.log, tailFile(p.log, 30))
-		}
-	})
+	started := startLogged(b, controlBinary(b), args, p.log)
+	p.cmd, p.done = started.cmd, started.done
 	deadline := time.Now().Add(time.Minute)
 	for {
 		select {
@@ -118,6 +93,57 @@ func startControlProcess(b *testing.B, extra ...string) *controlProcess {
 			b.Fatalf("plinth-control not ready after a minute:\n%s", tailFile(p.log, 30))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// loggedProcess is a child process writing stdout and stderr to one log file.
+type loggedProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has exited
+	log  string
+}
+
+// startLogged starts binary with args, its output going to log. On cleanup it is sent
+// SIGTERM and, after 20 s, killed; if the benchmark failed, its log's tail is printed.
+func startLogged(b *testing.B, binary string, args []string, log string) *loggedProcess {
+	b.Helper()
+	logFile, err := os.Create(log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &loggedProcess{cmd: exec.Command(binary, args...), done: make(chan struct{}), log: log}
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		b.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	b.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if b.Failed() {
+			b.Logf("%s log (%s):\n%s", filepath.Base(binary), log, tailFile(log, 30))
+		}
+	})
+	return p
+}
+
+// exited reports whether the process has ended.
+func (p *loggedProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
