@@ -126,11 +126,10 @@ func benchFleet(b *testing.B, size int, target *fleetTarget) {
 	releaseGC := holdSimulatorGC(b)
 	sim.Recorder().Reset()
 	loadStart := loadAverage()
-	cpuStart, err := target.cpuTime()
+	cpuStarts, err := target.cpuTimes()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpuStarts := target.cpuTimes()
 	simCPUStart, _ := cpuTime(0)
 	waitStart := target.runQueueWait()
 	serverStart := target.leaseUpdateBuckets(ctx)
@@ -155,11 +154,10 @@ func benchFleet(b *testing.B, size int, target *fleetTarget) {
 	// latencies of requests answered after the window.
 	lease := sim.Recorder().Summary(nodesim.LeaseUpdate)
 	nodeGet := sim.Recorder().Summary(nodesim.NodeGet)
-	cpuEnd, err := target.cpuTime()
+	cpuEnds, err := target.cpuTimes()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpuEnds := target.cpuTimes()
 	simCPUEnd, _ := cpuTime(0)
 	waited := target.runQueueWait() - waitStart
 	serverSide := target.leaseUpdateBuckets(ctx).since(serverStart)
@@ -179,14 +177,17 @@ func benchFleet(b *testing.B, size int, target *fleetTarget) {
 	}
 	b.StopTimer()
 
-	cores := cpuEnd.Seconds() - cpuStart.Seconds()
-	cores /= window.Seconds()
+	var cpuUsed time.Duration
+	for i := range cpuEnds {
+		cpuUsed += cpuEnds[i] - cpuStarts[i]
+	}
+	cores := cpuUsed.Seconds() / window.Seconds()
 	simCores := (simCPUEnd - simCPUStart).Seconds() / window.Seconds()
 	b.Logf("window %s, load average %s -> %s: %s %.2f cores%s, RSS max %d MiB (%d MiB anonymous, the rest mostly etcd's mapped database; peak over the run %d MiB); simulator %.2f cores",
 		window.Round(time.Second), loadStart, loadEnd, target.name, cores, target.describeCPU(cpuStarts, cpuEnds, window),
 		maxRSS/1024, anonAtMax/1024, peakRSS/1024, simCores)
 	b.Logf("the control plane's threads waited %.1f s for a CPU during the window (runnable, not running; %.2f s per second of CPU they got)",
-		waited.Seconds(), waited.Seconds()/max(cpuEnd.Seconds()-cpuStart.Seconds(), 0.001))
+		waited.Seconds(), waited.Seconds()/max(cpuUsed.Seconds(), 0.001))
 	b.Logf("the API server's Go runtime at the window's end: %s", goMemory)
 	b.Logf("Lease updates: %d (%.0f/s), %d failed (%d of them 429, retried by the client), p50 %s, p99 %s, max %s; Node reads: %d, %d failed (%d 429), p99 %s",
 		lease.Count, float64(lease.Count)/window.Seconds(), lease.Failures, lease.Throttled, ms(lease.P50), ms(lease.P99), ms(lease.Max),
@@ -372,20 +373,36 @@ watching:
 		vsStop:  summarise(vsStop), vsRenewal: summarise(vsRenewal)}
 }
 
+// fetchProfile writes /debug/pprof/<what> served on addr to out.
 func fetchProfile(b *testing.B, addr, what, out string) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/" + what)
+	data, err := pprofOverHTTP(context.Background(), addr, what)
+	saveProfile(b, what, out, data, err)
+}
+
+// pprofOverHTTP fetches /debug/pprof/<what> from a plain HTTP profiling listener.
+func pprofOverHTTP(ctx context.Context, addr, what string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+what, nil)
 	if err != nil {
-		b.Logf("profile %s: %v", what, err)
-		return
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
-	f, err := os.Create(out)
-	if err != nil {
-		b.Logf("profile %s: %v", what, err)
-		return
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s", resp.Status)
 	}
-	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	return io.ReadAll(resp.Body)
+}
+
+// saveProfile writes a fetched profile to out; failures are logged, not fatal, since
+// profiles are extras.
+func saveProfile(b *testing.B, what, out string, data []byte, err error) {
+	if err == nil {
+		err = os.WriteFile(out, data, 0o644)
+	}
+	if err != nil {
 		b.Logf("profile %s: %v", what, err)
 	}
 }

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,19 +61,7 @@ func plinthTarget(b *testing.B, extra ...string) *fleetTarget {
 		leaseHistogram: "plinth_apiserver_request_duration_seconds",
 		leaseSelector:  `resource="leases",verb="update"`,
 		profile: func(ctx context.Context, what string) ([]byte, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+control.profiling+"/debug/pprof/"+what, nil)
-			if err != nil {
-				return nil, err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return nil, err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return nil, fmt.Errorf("%s", resp.Status)
-			}
-			return io.ReadAll(resp.Body)
+			return pprofOverHTTP(ctx, control.profiling, what)
 		},
 	}
 }
@@ -85,26 +71,17 @@ func (t *fleetTarget) credentials() nodesim.Credentials {
 	return nodesim.AuthorityCredentials(t.authority, t.server)
 }
 
-// cpuTime sums the CPU time of the target's processes.
-func (t *fleetTarget) cpuTime() (time.Duration, error) {
-	var total time.Duration
-	for _, p := range t.processes {
-		d, err := cpuTime(p.pid)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", p.name, err)
-		}
-		total += d
-	}
-	return total, nil
-}
-
 // cpuTimes is each process's CPU time, in the order of t.processes.
-func (t *fleetTarget) cpuTimes() []time.Duration {
+func (t *fleetTarget) cpuTimes() ([]time.Duration, error) {
 	out := make([]time.Duration, len(t.processes))
 	for i, p := range t.processes {
-		out[i], _ = cpuTime(p.pid)
+		d, err := cpuTime(p.pid)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		out[i] = d
 	}
-	return out
+	return out, nil
 }
 
 // memoryKiB sums a /proc/PID/status field over the target's processes.
@@ -141,16 +118,10 @@ func (t *fleetTarget) leaseUpdateBuckets(ctx context.Context) histogram {
 	return parseHistogram(string(raw), t.leaseHistogram, t.leaseSelector)
 }
 
-// fetchProfile writes the API server process's /debug/pprof/<what> to out; failures are
-// logged, not fatal, since profiles are extras.
+// fetchProfile writes the API server process's /debug/pprof/<what> to out.
 func (t *fleetTarget) fetchProfile(b *testing.B, what, out string) {
 	data, err := t.profile(context.Background(), what)
-	if err == nil {
-		err = os.WriteFile(out, data, 0o644)
-	}
-	if err != nil {
-		b.Logf("profile %s: %v", what, err)
-	}
+	saveProfile(b, what, out, data, err)
 }
 
 // copyLogs copies every process's log into dir, prefixed by size.

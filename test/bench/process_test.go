@@ -74,26 +74,17 @@ func startControlProcess(b *testing.B, extra ...string) *controlProcess {
 		"--profiling-address", p.profiling}, extra...)
 	started := startLogged(b, controlBinary(b), args, p.log)
 	p.cmd, p.done = started.cmd, started.done
-	deadline := time.Now().Add(time.Minute)
-	for {
-		select {
-		case <-p.done:
-			b.Fatalf("plinth-control exited:\n%s", tailFile(p.log, 30))
-		default:
+	waitUntil(b, started, time.Minute, func() bool {
+		c, err := p.client()
+		if err != nil {
+			return false
 		}
-		if c, err := p.client(); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			raw, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-			cancel()
-			if err == nil && string(raw) == "ok" {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("plinth-control not ready after a minute:\n%s", tailFile(p.log, 30))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		raw, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(raw) == "ok"
+	})
+	return p
 }
 
 // loggedProcess is a child process writing stdout and stderr to one log file.
@@ -135,6 +126,22 @@ func startLogged(b *testing.B, binary string, args []string, log string) *logged
 		}
 	})
 	return p
+}
+
+// waitUntil polls ready every 200 ms until it holds, failing the benchmark if p exits or
+// timeout passes first (p's log is printed then by startLogged's cleanup).
+func waitUntil(b *testing.B, p *loggedProcess, timeout time.Duration, ready func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ready() {
+		if p.exited() {
+			b.Fatalf("%s exited", p.cmd.Path)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s not ready after %s", p.cmd.Path, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // exited reports whether the process has ended.

@@ -156,22 +156,6 @@ func referenceTarget(b *testing.B, binDir string) *fleetTarget {
 	}
 }
 
-// waitUntil polls ready every 200 ms until it holds, failing the benchmark if p exits or
-// timeout passes first (p's log is printed then by startLogged's cleanup).
-func waitUntil(b *testing.B, p *loggedProcess, timeout time.Duration, ready func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ready() {
-		if p.exited() {
-			b.Fatalf("%s exited", p.cmd.Path)
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s not ready after %s", p.cmd.Path, timeout)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // writeServiceAccountKey writes an RSA key pair for signing service account tokens,
 // which kube-apiserver requires, and returns the private and public key files.
 func writeServiceAccountKey(b *testing.B, dir string) (private, public string) {
