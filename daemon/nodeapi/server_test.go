@@ -30,6 +30,19 @@ import (
 
 var now = time.Date(2026, time.November, 26, 10, 0, 0, 0, time.UTC)
 
+// certValidity spans both clocks a test certificate meets: the server
+// verifies client certificates at its fake clock's now, while the test's
+// HTTP client verifies the server's certificate at the wall clock. A window
+// around the fake time alone expires a day after it was written.
+func certValidity() (notBefore, notAfter time.Time) {
+	wall := time.Now()
+	notBefore, notAfter = now, wall
+	if wall.Before(now) {
+		notBefore, notAfter = wall, now
+	}
+	return notBefore.Add(-time.Hour), notAfter.Add(12 * time.Hour)
+}
+
 // testCA is a throwaway CA issuing server and client certificates.
 type testCA struct {
 	cert *x509.Certificate
@@ -39,9 +52,10 @@ type testCA struct {
 func newTestCA(t *testing.T, name string) *testCA {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	notBefore, notAfter := certValidity()
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter.Add(12 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -56,9 +70,10 @@ func (ca *testCA) issue(t *testing.T, cn string, groups []string, usage x509.Ext
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	notBefore, notAfter := certValidity()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: groups},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(12 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
