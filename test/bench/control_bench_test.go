@@ -100,8 +100,13 @@ const (
 // BenchmarkLeaseUpdates measures node heartbeats as the control service sees them:
 // 5,000 distinct Leases, updated at a steady 500 per second (p50 and p99 latency), then
 // as fast as 64 clients can (sustained updates per second).
-func BenchmarkLeaseUpdates(b *testing.B) {
-	client := startControl(b)
+func BenchmarkLeaseUpdates(b *testing.B) { benchLeaseUpdates(b, startControl(b)) }
+
+// BenchmarkListNodes measures listing 5,000 Nodes through client-go, in one response
+// and in pages of 500 as kubectl asks for them.
+func BenchmarkListNodes(b *testing.B) { benchListNodes(b, startControl(b)) }
+
+func benchLeaseUpdates(b *testing.B, client kubernetes.Interface) {
 	ctx := context.Background()
 	leases := client.CoordinationV1().Leases("kube-node-lease")
 	cache := make([]*coordinationv1.Lease, leaseCount)
@@ -202,10 +207,7 @@ func BenchmarkLeaseUpdates(b *testing.B) {
 	b.ReportMetric(float64(failures.Load()), "failures")
 }
 
-// BenchmarkListNodes measures listing 5,000 Nodes through client-go, in one response
-// and in pages of 500 as kubectl asks for them.
-func BenchmarkListNodes(b *testing.B) {
-	client := startControl(b)
+func benchListNodes(b *testing.B, client kubernetes.Interface) {
 	ctx := context.Background()
 	nodes := client.CoreV1().Nodes()
 	err := parallel(5000, workers, func(i int) error {

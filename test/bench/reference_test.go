@@ -34,6 +34,28 @@ import (
 // module proxy. Without it the benchmark is skipped, saying so: nothing of Kubernetes
 // is vendored into this repository.
 func BenchmarkReferenceNodeFleet(b *testing.B) {
+	binDir := referenceBinDir(b)
+	for _, n := range fleetSizes(b) {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchFleet(b, n, referenceTarget(b, binDir)) })
+	}
+}
+
+// BenchmarkReferenceLeaseUpdates is BenchmarkLeaseUpdates against the reference
+// control plane that BenchmarkReferenceNodeFleet starts.
+func BenchmarkReferenceLeaseUpdates(b *testing.B) {
+	benchLeaseUpdates(b, referenceTarget(b, referenceBinDir(b)).admin)
+}
+
+// BenchmarkReferenceListNodes is BenchmarkListNodes against the reference control
+// plane that BenchmarkReferenceNodeFleet starts.
+func BenchmarkReferenceListNodes(b *testing.B) {
+	benchListNodes(b, referenceTarget(b, referenceBinDir(b)).admin)
+}
+
+// referenceBinDir returns PLINTH_BENCH_REFERENCE_DIR, checked to hold the reference
+// binaries, or skips the benchmark saying why.
+func referenceBinDir(b *testing.B) string {
+	b.Helper()
 	binDir := os.Getenv("PLINTH_BENCH_REFERENCE_DIR")
 	if binDir == "" {
 		b.Skip("PLINTH_BENCH_REFERENCE_DIR is not set: it names a directory with etcd, kube-apiserver and kube-controller-manager (see docs/benchmarks.md)")
@@ -43,9 +65,7 @@ func BenchmarkReferenceNodeFleet(b *testing.B) {
 			b.Fatalf("PLINTH_BENCH_REFERENCE_DIR: %v", err)
 		}
 	}
-	for _, n := range fleetSizes(b) {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchFleet(b, n, referenceTarget(b, binDir)) })
-	}
+	return binDir
 }
 
 // referenceTarget starts etcd, kube-apiserver and kube-controller-manager in a fresh
