@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/plinth/plinth/control/controllers/nodelifecycle"
 	"github.com/plinth/plinth/control/controllers/podgc"
 	"github.com/plinth/plinth/control/ipalloc"
+	"github.com/plinth/plinth/control/storage"
 )
 
 // Options are plinth-control's settings, one flag each.
@@ -33,6 +35,9 @@ type Options struct {
 	PodGC              podgc.Options
 	LeaderElection     LeaderElection
 	LogLevel           string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to an external
+	// etcd, as kube-apiserver's flags of the same names.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// Inflight caps the API requests served at once (--max-requests-inflight,
 	// --max-mutating-requests-inflight); requests beyond get 429 and Retry-After.
 	Inflight apiserver.InflightLimits
@@ -103,7 +108,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "directory for the PKI, the embedded etcd and the admin kubeconfig")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address to serve the API on")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "HTTPS port of the API (0 picks a free port)")
-	fs.Var(stringList{&o.EtcdServers}, "etcd-servers", "comma-separated external etcd endpoints; empty runs an embedded single-member etcd in --data-dir")
+	fs.Var(stringList{&o.EtcdServers}, "etcd-servers", "comma-separated external etcd endpoints, URLs such as https://10.0.0.1:2379 (http://, https://, unix:// or unixs://); empty runs an embedded single-member etcd in --data-dir")
+	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "PEM file of the CA certificates that sign the external etcd members' serving certificates (https:// or unixs:// --etcd-servers); empty trusts the system's roots")
+	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "PEM client certificate for an external etcd that requires one (--client-cert-auth); read again at each connection, so it can be rotated in place")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "PEM private key of --etcd-certfile")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "etcd key prefix for all objects")
 	fs.Var(stringList{&o.TLSSANs}, "tls-san", "extra DNS names or IPs for the serving certificate (repeatable, comma-separated)")
 	fs.StringVar(&o.Server, "server", o.Server, "API URL written into kubeconfigs (default https://127.0.0.1:<secure-port>)")
@@ -145,6 +153,9 @@ func (o *Options) Complete() error {
 	}
 	if net.ParseIP(o.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress))
+	}
+	if err := o.externalEtcd(nil).Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if !strings.HasPrefix(o.EtcdPrefix, "/") {
 		errs = append(errs, fmt.Errorf("--etcd-prefix: %q must start with /", o.EtcdPrefix))
@@ -204,6 +215,16 @@ func (o *Options) Complete() error {
 		o.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 	}
 	return errors.Join(errs...)
+}
+
+// externalEtcd is how to reach the external etcd of --etcd-servers.
+func (o *Options) externalEtcd(logger *slog.Logger) storage.ExternalConfig {
+	return storage.ExternalConfig{
+		Endpoints: o.EtcdServers,
+		CAFile:    o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile,
+		ReadyTimeout: time.Minute,
+		Logger:       logger,
+	}
 }
 
 func (o *Options) pkiDir() string  { return filepath.Join(o.DataDir, "pki") }

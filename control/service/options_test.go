@@ -62,3 +62,18 @@ func TestObjectCacheSizeFlag(t *testing.T) {
 		t.Errorf("-5: %v, want an error naming the flag and the value", err)
 	}
 }
+
+func TestExternalEtcdTLSFlags(t *testing.T) {
+	o, err := parseFlags("--etcd-servers", "https://10.0.0.1:2379,https://10.0.0.2:2379",
+		"--etcd-cafile", "/etc/etcd/ca.crt", "--etcd-certfile", "/etc/etcd/client.crt", "--etcd-keyfile", "/etc/etcd/client.key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := o.externalEtcd(nil)
+	if len(ext.Endpoints) != 2 || ext.CAFile != "/etc/etcd/ca.crt" || ext.CertFile != "/etc/etcd/client.crt" || ext.KeyFile != "/etc/etcd/client.key" || ext.ReadyTimeout <= 0 {
+		t.Errorf("external etcd settings: %+v", ext)
+	}
+	if _, err := parseFlags("--etcd-keyfile", "/etc/etcd/client.key"); err == nil || !strings.Contains(err.Error(), "--etcd-servers") {
+		t.Errorf("a key file without --etcd-servers: %v; want an error naming --etcd-servers", err)
+	}
+}

@@ -260,11 +260,13 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 
 func openEtcd(ctx context.Context, o Options, logger *slog.Logger) (*clientv3.Client, func(), <-chan error, error) {
 	if len(o.EtcdServers) > 0 {
-		c, err := storage.ConnectExternal(o.EtcdServers, 10*time.Second)
+		started := time.Now()
+		ext, err := storage.ConnectExternal(ctx, o.externalEtcd(logger.With("component", "etcd")))
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return c, func() { _ = c.Close() }, make(chan error), nil
+		logger.Info("external etcd answered", "endpoint", ext.Endpoint, "version", ext.Version, "tls", ext.TLS, "took", time.Since(started).Round(time.Millisecond))
+		return ext.Client, ext.Close, make(chan error), nil
 	}
 	started := time.Now()
 	e, err := storage.StartEmbedded(ctx, o.etcdDir(), time.Minute, logger.With("component", "etcd"))

@@ -88,12 +88,3 @@ func (e *Embedded) Close() {
 	_ = e.Client.Close()
 	e.etcd.Close()
 }
-
-// ConnectExternal connects to an external etcd cluster.
-func ConnectExternal(endpoints []string, dialTimeout time.Duration) (*clientv3.Client, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: dialTimeout})
-	if err != nil {
-		return nil, fmt.Errorf("connect to etcd %v: %w", endpoints, err)
-	}
-	return c, nil
-}
