@@ -45,8 +45,30 @@ func (s *Server) authenticate(w http.ResponseWriter, req *http.Request) (*http.R
 			return req.WithContext(context.WithValue(req.Context(), userKey{}, u)), true
 		}
 	}
+	if isPublicInfo(req) {
+		// As kube-apiserver's system:public-info-viewer: load balancers and
+		// supervisors probe health without credentials.
+		u := User{Name: AnonymousUser, Groups: []string{UnauthenticatedGroup}}
+		return req.WithContext(context.WithValue(req.Context(), userKey{}, u)), true
+	}
 	writeError(w, apierrors.NewUnauthorized("no credentials: present a client certificate signed by the cluster CA or a bootstrap token"))
 	return nil, false
+}
+
+// AnonymousUser and UnauthenticatedGroup name a request without credentials, which
+// only the public information paths accept.
+const (
+	AnonymousUser        = "system:anonymous"
+	UnauthenticatedGroup = "system:unauthenticated"
+)
+
+// isPublicInfo reports whether req reads what anyone may read without credentials:
+// the health endpoints and /version.
+func isPublicInfo(req *http.Request) bool {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return false
+	}
+	return isHealthPath(req.URL.Path) || strings.TrimSuffix(req.URL.Path, "/") == "/version"
 }
 
 func appendUnique(list []string, v string) []string {

@@ -105,7 +105,7 @@ func inflightKind(req *http.Request, u User) (kind string, exempt bool) {
 	switch {
 	case u.InGroup(privilegedGroup):
 		return "", true
-	case req.URL.Path == "/healthz" || req.URL.Path == "/livez" || req.URL.Path == "/readyz":
+	case isHealthPath(req.URL.Path):
 		return "", true
 	}
 	switch req.Method {

@@ -61,6 +61,7 @@ type Server struct {
 	metrics  *requestMetrics
 	inflight *inflightLimiter
 	objects  *objectCache
+	health   *health
 	// latest tells which cached objects are current, while TrackLatest runs.
 	latest latestRevisions
 	// watches counts open watch streams, so a shutdown can let them end cleanly
@@ -127,7 +128,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, metrics: m, inflight: inflight, objects: objects}, nil
+	s := &Server{cfg: cfg, metrics: m, inflight: inflight, objects: objects}
+	s.health = newHealth(s)
+	return s, nil
 }
 
 // ServeHTTP routes a request to discovery or to a resource.
@@ -173,11 +176,8 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) (verb, resource
 	case path == "/metrics" && s.cfg.MetricsHandler != nil:
 		s.cfg.MetricsHandler.ServeHTTP(w, req)
 		return "get", "metrics"
-	case path == "/healthz" || path == "/livez" || path == "/readyz":
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("ok"))
-		return "get", strings.TrimPrefix(path, "/")
+	case isHealthPath(path):
+		return s.serveHealth(w, req)
 	}
 	if s.serveDiscovery(w, req) {
 		return "get", "discovery"

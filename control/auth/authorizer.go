@@ -74,7 +74,7 @@ func authorizeNonResource(a apiserver.Attributes) (bool, string) {
 		return false, "only get is allowed on paths that name no resource"
 	case parts[0] == "api" || parts[0] == "apis": // discovery
 		return true, ""
-	case path == "/version", path == "/healthz", path == "/livez", path == "/readyz",
+	case path == "/version", parts[0] == "healthz", parts[0] == "livez", parts[0] == "readyz",
 		parts[0] == "openapi":
 		return true, ""
 	case path == "/metrics":

@@ -89,6 +89,8 @@ func TestAuthorizer(t *testing.T) {
 
 		{"anyone reads /healthz", path(stranger, "get", "/healthz"), true, ""},
 		{"anyone reads /readyz", path(stranger, "get", "/readyz"), true, ""},
+		{"anyone reads one readiness check", path(stranger, "get", "/readyz/etcd"), true, ""},
+		{"anyone reads /livez", path(stranger, "get", "/livez"), true, ""},
 		{"anyone reads /metrics", path(stranger, "get", "/metrics"), true, ""},
 		{"anyone reads discovery", path(stranger, "get", "/api/v1"), true, ""},
 		{"anyone reads group discovery", path(stranger, "get", "/apis/coordination.k8s.io/v1"), true, ""},

@@ -196,6 +196,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	g.Go(func() error { api.TrackLatest(serveCtx, clock.RealClock{}); return nil })
 	g.Go(func() error {
 		<-gctx.Done()
+		api.BeginShutdown() // /readyz fails: load balancers drain while the Lease goes
 		select {
 		case <-leaderDone:
 		case <-time.After(5 * time.Second):

@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +19,9 @@ import (
 
 // TestControlOnExternalEtcdOverTLS runs plinth-control on an external etcd that serves
 // clients only over TLS with client certificates, as production etcd clusters do: the
-// API works, its objects land in that etcd under /registry, and the log says which
-// member answered and that the connection is encrypted.
+// API works, its objects land in that etcd under /registry, /readyz reports the etcd
+// link to a probe without credentials, and the log says which member answered and
+// that the connection is encrypted.
 func TestControlOnExternalEtcdOverTLS(t *testing.T) {
 	member := etcdtest.StartTLS(t)
 	certFile, keyFile := etcdtest.ClientFiles(t, member.CA, "plinth-control")
@@ -38,6 +43,23 @@ func TestControlOnExternalEtcdOverTLS(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("the namespace in the external etcd: %v, %d keys", err, len(resp.Kvs))
 	}
+	// A load balancer's probe brings no credentials; readiness covers the etcd link.
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(filepath.Join(c.dataDir, "pki", "ca.crt"))
+	if err != nil || !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("the cluster CA: %v", err)
+	}
+	probe := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	probed, err := probe.Get(c.server + "/readyz?verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(probed.Body)
+	probed.Body.Close()
+	if probed.StatusCode != 200 || !strings.Contains(string(body), "[+]etcd ok") {
+		t.Errorf("GET /readyz?verbose without credentials = %d %q, want 200 with [+]etcd ok", probed.StatusCode, body)
+	}
+
 	log, _ := os.ReadFile(c.control.log)
 	if !strings.Contains(string(log), "external etcd answered") || !strings.Contains(string(log), "tls=true") {
 		t.Errorf("plinth-control's log does not say it reached etcd over TLS:\n%s", tail(c.control.log, 20))

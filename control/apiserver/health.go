@@ -1,0 +1,183 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HealthCheck is one named check behind /livez, /readyz or /healthz, run on each
+// request to them (each is also served alone at /readyz/NAME and the like).
+type HealthCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// healthCheckTimeout bounds one check, as kube-apiserver bounds its etcd check: a probe
+// that hangs tells a load balancer nothing.
+const healthCheckTimeout = 2 * time.Second
+
+// health holds the checks of the three endpoints, as kube-apiserver splits them:
+//   - /livez: is the process worth keeping (ping). etcd is left out on purpose:
+//     restarting a replica does not bring etcd back, and a replica restarted during an
+//     etcd outage cannot start at all;
+//   - /readyz: should traffic come here (ping, etcd answering a quorum read, not
+//     shutting down), so load balancers drain a replica that is stopping or cut off;
+//   - /healthz: the legacy endpoint, ping and etcd.
+type health struct {
+	livez, readyz, healthz []HealthCheck
+	shuttingDown           atomic.Bool
+
+	mu     sync.Mutex
+	failed map[string]string // "endpoint/check" → last failure logged
+}
+
+func newHealth(s *Server) *health {
+	h := &health{failed: map[string]string{}}
+	ping := HealthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
+	etcd := HealthCheck{Name: "etcd", Check: func(ctx context.Context) error {
+		_, err := s.cfg.Store.CurrentRevision(ctx)
+		return err
+	}}
+	shutdown := HealthCheck{Name: "shutdown", Check: func(context.Context) error {
+		if h.shuttingDown.Load() {
+			return errors.New("the control service is shutting down")
+		}
+		return nil
+	}}
+	h.livez = []HealthCheck{ping}
+	h.readyz = []HealthCheck{ping, etcd, shutdown}
+	h.healthz = []HealthCheck{ping, etcd}
+	return h
+}
+
+// BeginShutdown makes /readyz fail from now on, while the API keeps serving, so load
+// balancers stop sending new requests before the listener closes.
+func (s *Server) BeginShutdown() { s.health.shuttingDown.Store(true) }
+
+// Live runs the /livez checks, for a supervisor inside the process (the systemd
+// watchdog): nil when all pass.
+func (s *Server) Live(ctx context.Context) error {
+	for _, c := range s.health.livez {
+		if err := runCheck(ctx, c); err != nil {
+			return fmt.Errorf("livez check %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// isHealthPath reports whether path is a health endpoint or one of its single checks.
+func isHealthPath(path string) bool {
+	endpoint, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	return endpoint == "livez" || endpoint == "readyz" || endpoint == "healthz"
+}
+
+func runCheck(ctx context.Context, c HealthCheck) error {
+	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	defer cancel()
+	return c.Check(ctx)
+}
+
+// serveHealth answers /livez, /readyz, /healthz and /ENDPOINT/CHECK as kube-apiserver
+// does: "ok" when every check passes; with ?verbose, one "[+]name ok" line per check;
+// on failure 500 with every check's line, failures as "[-]name failed: reason
+// withheld" (the reason goes to the log, not to whoever probes). ?exclude=name skips
+// a check.
+func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) (verb, resource string) {
+	endpoint, single, _ := strings.Cut(strings.Trim(req.URL.Path, "/"), "/")
+	var checks []HealthCheck
+	switch endpoint {
+	case "livez":
+		checks = s.health.livez
+	case "readyz":
+		checks = s.health.readyz
+	default:
+		checks = s.health.healthz
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if single != "" {
+		for _, c := range checks {
+			if c.Name == single {
+				if err := runCheck(req.Context(), c); err != nil {
+					s.health.logFailure(s, endpoint, c.Name, err)
+					w.WriteHeader(http.StatusInternalServerError)
+					fmt.Fprintf(w, "internal server error: %s check failed: reason withheld\n", c.Name)
+					return "get", endpoint
+				}
+				s.health.logRecovery(s, endpoint, c.Name)
+				fmt.Fprint(w, "ok")
+				return "get", endpoint
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "%s has no check %q\n", endpoint, single)
+		return "get", endpoint
+	}
+	excluded := map[string]bool{}
+	for _, list := range req.URL.Query()["exclude"] {
+		for _, name := range strings.Split(list, ",") {
+			excluded[strings.TrimSpace(name)] = true
+		}
+	}
+	var b strings.Builder
+	failed := false
+	for _, c := range checks {
+		if excluded[c.Name] {
+			fmt.Fprintf(&b, "[+]%s excluded: ok\n", c.Name)
+			delete(excluded, c.Name)
+			continue
+		}
+		if err := runCheck(req.Context(), c); err != nil {
+			failed = true
+			s.health.logFailure(s, endpoint, c.Name, err)
+			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.Name)
+			continue
+		}
+		s.health.logRecovery(s, endpoint, c.Name)
+		fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
+	}
+	for name := range excluded {
+		fmt.Fprintf(&b, "warn: some health checks cannot be excluded: no matches for %q\n", name)
+	}
+	_, verbose := req.URL.Query()["verbose"]
+	switch {
+	case failed:
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "%s%s check failed\n", b.String(), endpoint)
+	case verbose:
+		fmt.Fprintf(w, "%s%s check passed\n", b.String(), endpoint)
+	default:
+		fmt.Fprint(w, "ok")
+	}
+	return "get", endpoint
+}
+
+// logFailure logs a failing check with its reason once per change of reason, so a
+// load balancer probing every second does not flood the log.
+func (h *health) logFailure(s *Server, endpoint, check string, err error) {
+	key := endpoint + "/" + check
+	h.mu.Lock()
+	changed := h.failed[key] != err.Error()
+	h.failed[key] = err.Error()
+	h.mu.Unlock()
+	if changed {
+		s.cfg.Logger.Warn("health check failed", "endpoint", endpoint, "check", check, "err", err)
+	}
+}
+
+func (h *health) logRecovery(s *Server, endpoint, check string) {
+	key := endpoint + "/" + check
+	h.mu.Lock()
+	_, was := h.failed[key]
+	delete(h.failed, key)
+	h.mu.Unlock()
+	if was {
+		s.cfg.Logger.Info("health check passes again", "endpoint", endpoint, "check", check)
+	}
+}

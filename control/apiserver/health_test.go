@@ -1,0 +1,111 @@
+package apiserver_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plinth/plinth/control/apiserver"
+	"github.com/plinth/plinth/control/registry"
+	"github.com/plinth/plinth/control/storage"
+)
+
+// nobody recognises no credentials, as the control service's authenticators do for a
+// request that brings none.
+type nobody struct{}
+
+func (nobody) Authenticate(*http.Request) (apiserver.User, bool, error) {
+	return apiserver.User{}, false, nil
+}
+
+// healthServer serves the API over an embedded etcd the test may stop, to every
+// request without credentials.
+func healthServer(t *testing.T) (api *apiserver.Server, stopEtcd func(), url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	etcd, err := storage.StartEmbedded(ctx, t.TempDir(), 20*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	t.Cleanup(func() { once.Do(etcd.Close) })
+	reg, err := apiserver.NewRegistry(registry.All()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err = apiserver.New(apiserver.Config{Store: storage.New(etcd.Client, "/registry"), Registry: reg, Authenticators: []apiserver.Authenticator{nobody{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api)
+	t.Cleanup(hs.Close)
+	return api, func() { once.Do(etcd.Close) }, hs.URL
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestHealthEndpoints(t *testing.T) {
+	api, stopEtcd, url := healthServer(t)
+
+	// Healthy, and open to anyone without credentials, as load balancers probe.
+	for _, path := range []string{"/livez", "/readyz", "/healthz", "/readyz/etcd", "/livez/ping"} {
+		if code, body := get(t, url+path); code != 200 || body != "ok" {
+			t.Errorf("GET %s = %d %q, want 200 ok", path, code, body)
+		}
+	}
+	if code, body := get(t, url+"/readyz?verbose"); code != 200 || body != "[+]ping ok\n[+]etcd ok\n[+]shutdown ok\nreadyz check passed\n" {
+		t.Errorf("GET /readyz?verbose = %d %q", code, body)
+	}
+	if code, body := get(t, url+"/livez?verbose"); code != 200 || body != "[+]ping ok\nlivez check passed\n" {
+		t.Errorf("GET /livez?verbose = %d %q; etcd is not a liveness check", code, body)
+	}
+	if code, _ := get(t, url+"/readyz/nosuch"); code != 404 {
+		t.Errorf("GET /readyz/nosuch = %d, want 404", code)
+	}
+	if code, _ := get(t, url+"/api/v1/nodes"); code != 401 {
+		t.Errorf("GET /api/v1/nodes without credentials = %d, want 401: only health and version are public", code)
+	}
+	if code, _ := get(t, url+"/version"); code != 200 {
+		t.Errorf("GET /version without credentials = %d, want 200", code)
+	}
+
+	// etcd gone: not ready, still alive (restarting would not bring etcd back).
+	stopEtcd()
+	code, body := get(t, url+"/readyz")
+	if code != 500 || !strings.Contains(body, "[-]etcd failed: reason withheld\n") || !strings.HasSuffix(body, "readyz check failed\n") {
+		t.Errorf("GET /readyz with etcd stopped = %d %q, want 500 naming etcd", code, body)
+	}
+	if code, _ := get(t, url+"/readyz/etcd"); code != 500 {
+		t.Errorf("GET /readyz/etcd with etcd stopped = %d, want 500", code)
+	}
+	if code, body := get(t, url+"/readyz?exclude=etcd"); code != 200 || body != "ok" {
+		t.Errorf("GET /readyz?exclude=etcd = %d %q, want 200 ok", code, body)
+	}
+	if code, body := get(t, url+"/livez"); code != 200 || body != "ok" {
+		t.Errorf("GET /livez with etcd stopped = %d %q, want 200 ok", code, body)
+	}
+	if err := api.Live(context.Background()); err != nil {
+		t.Errorf("Live with etcd stopped: %v", err)
+	}
+
+	// Shutting down: not ready, so load balancers drain the replica.
+	api.BeginShutdown()
+	if code, body := get(t, url+"/readyz?exclude=etcd"); code != 500 || !strings.Contains(body, "[-]shutdown failed") {
+		t.Errorf("GET /readyz while shutting down = %d %q, want 500 naming shutdown", code, body)
+	}
+}
