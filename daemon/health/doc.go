@@ -3,7 +3,7 @@
 // lines), /metrics (Prometheus exposition of a caller-supplied Gatherer) and whatever
 // read-only views other subsystems mount with Server.Handle (/pressure).
 //
-// The same Checker gates the systemd watchdog pings (package daemon/watchdog), so a
+// The same Checker gates the systemd watchdog pings (package internal/watchdog), so a
 // check that fails or hangs both turns /healthz red and lets systemd restart plinthd.
 //
 // It owns the listening socket and the HTTP server goroutines it starts in Server.Run,

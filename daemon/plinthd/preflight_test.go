@@ -13,7 +13,7 @@ import (
 
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/preflight"
-	"github.com/plinth/plinth/daemon/watchdog"
+	"github.com/plinth/plinth/internal/watchdog"
 	"github.com/plinth/plinth/kernel/cgroup"
 	"github.com/plinth/plinth/kernel/features"
 )

@@ -23,7 +23,7 @@ import (
 	"github.com/plinth/plinth/daemon/nodelock"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/shutdown"
-	"github.com/plinth/plinth/daemon/watchdog"
+	"github.com/plinth/plinth/internal/watchdog"
 	"github.com/plinth/plinth/internal/profiling"
 	"github.com/plinth/plinth/internal/version"
 )
