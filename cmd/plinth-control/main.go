@@ -18,6 +18,7 @@ import (
 	"github.com/plinth/plinth/control/auth"
 	"github.com/plinth/plinth/control/service"
 	"github.com/plinth/plinth/internal/version"
+	"github.com/plinth/plinth/internal/watchdog"
 )
 
 func main() {
@@ -45,7 +46,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := service.Run(ctx, opts, opts.NewLogger(os.Stderr), nil); err != nil {
+	if err := service.RunNotifying(ctx, opts, opts.NewLogger(os.Stderr), watchdog.NewSystemdNotifier(), nil); err != nil {
 		fmt.Fprintln(os.Stderr, "plinth-control:", err)
 		os.Exit(1)
 	}

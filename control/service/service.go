@@ -46,6 +46,7 @@ import (
 	"github.com/plinth/plinth/control/storage"
 	"github.com/plinth/plinth/internal/profiling"
 	plinthversion "github.com/plinth/plinth/internal/version"
+	"github.com/plinth/plinth/internal/watchdog"
 )
 
 // Kubernetes minor version whose API subset the control service serves. kubectl
@@ -64,9 +65,25 @@ type Running struct {
 // Run starts everything and blocks until ctx is done or a part fails. ready, if not nil,
 // receives the listening address once the API serves and the admin kubeconfig exists.
 func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running)) error {
+	return RunNotifying(ctx, o, logger, nil, ready)
+}
+
+// RunNotifying is Run speaking the systemd notify protocol to notifier (nil: silent):
+// STATUS= while it starts, READY=1 once the API serves, WATCHDOG=1 while the API
+// answers its own /livez through the listener (when systemd asked for a watchdog in
+// WATCHDOG_USEC), and STOPPING=1 when it begins to stop.
+func RunNotifying(ctx context.Context, o Options, logger *slog.Logger, notifier watchdog.Notifier, ready func(Running)) error {
 	if err := o.Complete(); err != nil {
 		return err
 	}
+	if notifier == nil {
+		notifier = silentNotifier{}
+	}
+	watchdogInterval, err := watchdog.IntervalFromEnv()
+	if err != nil {
+		return err
+	}
+	_ = watchdog.Status(notifier, "connecting to etcd "+etcdDescription(o))
 	authority, err := pki.LoadOrCreate(o.pkiDir(), pki.Options{ServingHosts: o.TLSSANs, Logger: logger})
 	if err != nil {
 		return err
@@ -181,6 +198,9 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
+	dog := watchdog.New(notifier, watchdogInterval, func() error { return livezThroughListener(loopback) },
+		clock.RealClock{}, logger.With("component", "watchdog"))
+	g.Go(func() error { return dog.Run(gctx) })
 	if profilingLn != nil {
 		g.Go(func() error {
 			return profiling.Serve(gctx, profilingLn, "--profiling-address", logger.With("component", "profiling"))
@@ -197,6 +217,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	g.Go(func() error {
 		<-gctx.Done()
 		api.BeginShutdown() // /readyz fails: load balancers drain while the Lease goes
+		_ = watchdog.Stopping(notifier)
 		select {
 		case <-leaderDone:
 		case <-time.After(5 * time.Second):
@@ -248,6 +269,9 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, ready func(Running
 	g.Go(func() error { return identityLease.Run(gctx) })
 	logger.Info("control service serving", "address", ln.Addr().String(), "server", server,
 		"admin_kubeconfig", o.AdminKubeconfig, "etcd", etcdDescription(o))
+	if err := watchdog.Ready(notifier, fmt.Sprintf("serving the API on %s; etcd %s", ln.Addr(), etcdDescription(o))); err != nil {
+		logger.Warn("telling systemd the service is ready", "err", err)
+	}
 	if ready != nil {
 		ready(Running{Addr: ln.Addr(), AdminKubeconfig: o.AdminKubeconfig})
 	}
@@ -276,6 +300,31 @@ func openEtcd(ctx context.Context, o Options, logger *slog.Logger) (*clientv3.Cl
 	}
 	logger.Info("embedded etcd ready", "dir", o.etcdDir(), "took", time.Since(started).Round(time.Millisecond))
 	return e.Client, e.Close, e.Err(), nil
+}
+
+// silentNotifier is the Notifier of a control service not run by systemd.
+type silentNotifier struct{}
+
+func (silentNotifier) Notify(string) error { return nil }
+
+// livezTimeout bounds the watchdog's own probe; a probe that takes longer withholds
+// the ping, which is the point.
+const livezTimeout = 5 * time.Second
+
+// livezThroughListener asks the API's /livez over the loopback connection, so the
+// watchdog pings only while the listener accepts, TLS completes and the handler
+// chain answers: a hung server is restarted, not just a dead process.
+func livezThroughListener(loopback kubernetes.Interface) error {
+	ctx, cancel := context.WithTimeout(context.Background(), livezTimeout)
+	defer cancel()
+	body, err := loopback.Discovery().RESTClient().Get().AbsPath("/livez").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("GET /livez: %w", err)
+	}
+	if string(body) != "ok" {
+		return fmt.Errorf("GET /livez: %q", body)
+	}
+	return nil
 }
 
 func etcdDescription(o Options) string {

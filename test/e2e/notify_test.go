@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -71,4 +73,46 @@ func (s *notifySocket) all() []string {
 		out = append(out, m.state)
 	}
 	return out
+}
+
+// TestControlNotifiesSystemd runs plinth-control as its Type=notify unit does: it
+// says what it waits for while it starts, READY=1 once the API serves, pings the
+// watchdog (WatchdogSec=2s: every second) while its API answers /livez through the
+// listener, and STOPPING=1 when told to stop.
+func TestControlNotifiesSystemd(t *testing.T) {
+	notify := newNotifySocket(t)
+	port := freePort(t)
+	control := start(t, "plinth-control", []string{"NOTIFY_SOCKET=" + notify.path, "WATCHDOG_USEC=2000000"},
+		"--data-dir", t.TempDir(), "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port))
+	eventually(t, 60*time.Second, "READY=1 from plinth-control", func() (bool, string) {
+		if control.exited() {
+			t.Fatalf("plinth-control exited: %v\n%s", control.err, tail(control.log, 20))
+		}
+		return len(notify.with("READY=1")) > 0, fmt.Sprint(notify.all())
+	})
+	ready := notify.with("READY=1")[0]
+	if want := fmt.Sprintf("STATUS=serving the API on 127.0.0.1:%d; etcd embedded in", port); !strings.Contains(ready.state, want) {
+		t.Errorf("READY=1 came with %q; want a status starting %q", ready.state, want)
+	}
+	all := notify.all()
+	if len(all) == 0 || !strings.HasPrefix(all[0], "STATUS=connecting to etcd") {
+		t.Errorf("first notification %q; want the status while etcd is connected", all)
+	}
+	time.Sleep(3 * time.Second)
+	var afterReady int
+	for _, m := range notify.with("WATCHDOG=1") {
+		if m.at.After(ready.at) {
+			afterReady++
+		}
+	}
+	if afterReady < 2 {
+		t.Errorf("%d watchdog pings in the 3 s after READY=1; want one a second: %q", afterReady, notify.all())
+	}
+	control.kill(syscall.SIGTERM)
+	if control.err != nil {
+		t.Errorf("plinth-control exited with %v after SIGTERM\n%s", control.err, tail(control.log, 20))
+	}
+	if len(notify.with("STOPPING=1")) == 0 {
+		t.Errorf("no STOPPING=1 before exit: %q", notify.all())
+	}
 }

@@ -59,6 +59,10 @@ func TestPackages(t *testing.T) {
 		return err == nil && out == "True", fmt.Sprintf("%v: %s", err, out)
 	})
 	control := c.Show(t, "plinth-control.service")
+	if !strings.HasPrefix(control["StatusText"], "serving the API on") || control["Type"] != "notify" || control["WatchdogUSec"] != "30s" {
+		t.Errorf("plinth-control.service active with Type=%s WatchdogUSec=%s status %q; want Type=notify, 30s and the serving status sent with READY=1",
+			control["Type"], control["WatchdogUSec"], control["StatusText"])
+	}
 	if user := strings.TrimSpace(c.Run(t, "ps", "-o", "user=", "-p", control["MainPID"])); user != "plinth" {
 		t.Errorf("plinth-control runs as %q, want the unprivileged user plinth", user)
 	}
