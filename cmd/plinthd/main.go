@@ -15,8 +15,8 @@ import (
 	"github.com/plinth/plinth/daemon/config"
 	"github.com/plinth/plinth/daemon/plinthd"
 	"github.com/plinth/plinth/daemon/proxy/nftrules"
-	"github.com/plinth/plinth/internal/watchdog"
 	"github.com/plinth/plinth/internal/version"
+	"github.com/plinth/plinth/internal/watchdog"
 	"github.com/plinth/plinth/kernel/nft"
 )
 

@@ -23,9 +23,9 @@ import (
 	"github.com/plinth/plinth/daemon/nodelock"
 	"github.com/plinth/plinth/daemon/pressurereport"
 	"github.com/plinth/plinth/daemon/shutdown"
-	"github.com/plinth/plinth/internal/watchdog"
 	"github.com/plinth/plinth/internal/profiling"
 	"github.com/plinth/plinth/internal/version"
+	"github.com/plinth/plinth/internal/watchdog"
 )
 
 // Run runs plinthd with cfg until ctx is done. notifier speaks the systemd notify
