@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // HealthCheck is one named check behind /livez, /readyz or /healthz, run on each
@@ -35,10 +37,32 @@ type health struct {
 
 	mu     sync.Mutex
 	failed map[string]string // "endpoint/check" → last failure logged
+
+	// status (1 passing, 0 failing, as last run) and runs count the checks as
+	// kube-apiserver's kubernetes_healthcheck and kubernetes_healthchecks_total do.
+	status *prometheus.GaugeVec
+	runs   *prometheus.CounterVec
 }
 
-func newHealth(s *Server) *health {
-	h := &health{failed: map[string]string{}}
+func newHealth(s *Server) (*health, error) {
+	h := &health{
+		failed: map[string]string{},
+		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "plinth_apiserver_healthcheck",
+			Help: "Result of the last run of each health check: 1 passing, 0 failing; type is livez, readyz or healthz.",
+		}, []string{"name", "type"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plinth_apiserver_healthchecks_total",
+			Help: "Health check runs by name, type (livez, readyz, healthz) and status (success, error).",
+		}, []string{"name", "type", "status"}),
+	}
+	if s.cfg.Metrics != nil {
+		for _, c := range []prometheus.Collector{h.status, h.runs} {
+			if err := s.cfg.Metrics.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
 	ping := HealthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
 	etcd := HealthCheck{Name: "etcd", Check: func(ctx context.Context) error {
 		_, err := s.cfg.Store.CurrentRevision(ctx)
@@ -53,23 +77,27 @@ func newHealth(s *Server) *health {
 	h.livez = []HealthCheck{ping}
 	h.readyz = []HealthCheck{ping, etcd, shutdown}
 	h.healthz = []HealthCheck{ping, etcd}
-	return h
+	return h, nil
+}
+
+// run runs one check of an endpoint, counts it and logs a change of its result.
+func (h *health) run(ctx context.Context, s *Server, endpoint string, c HealthCheck) error {
+	err := runCheck(ctx, c)
+	if err != nil {
+		h.status.WithLabelValues(c.Name, endpoint).Set(0)
+		h.runs.WithLabelValues(c.Name, endpoint, "error").Inc()
+		h.logFailure(s, endpoint, c.Name, err)
+		return err
+	}
+	h.status.WithLabelValues(c.Name, endpoint).Set(1)
+	h.runs.WithLabelValues(c.Name, endpoint, "success").Inc()
+	h.logRecovery(s, endpoint, c.Name)
+	return nil
 }
 
 // BeginShutdown makes /readyz fail from now on, while the API keeps serving, so load
 // balancers stop sending new requests before the listener closes.
 func (s *Server) BeginShutdown() { s.health.shuttingDown.Store(true) }
-
-// Live runs the /livez checks, for a supervisor inside the process (the systemd
-// watchdog): nil when all pass.
-func (s *Server) Live(ctx context.Context) error {
-	for _, c := range s.health.livez {
-		if err := runCheck(ctx, c); err != nil {
-			return fmt.Errorf("livez check %s: %w", c.Name, err)
-		}
-	}
-	return nil
-}
 
 // isHealthPath reports whether path is a health endpoint or one of its single checks.
 func isHealthPath(path string) bool {
@@ -104,13 +132,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) (verb, re
 	if single != "" {
 		for _, c := range checks {
 			if c.Name == single {
-				if err := runCheck(req.Context(), c); err != nil {
-					s.health.logFailure(s, endpoint, c.Name, err)
+				if err := s.health.run(req.Context(), s, endpoint, c); err != nil {
 					w.WriteHeader(http.StatusInternalServerError)
 					fmt.Fprintf(w, "internal server error: %s check failed: reason withheld\n", c.Name)
 					return "get", endpoint
 				}
-				s.health.logRecovery(s, endpoint, c.Name)
 				fmt.Fprint(w, "ok")
 				return "get", endpoint
 			}
@@ -133,13 +159,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) (verb, re
 			delete(excluded, c.Name)
 			continue
 		}
-		if err := runCheck(req.Context(), c); err != nil {
+		if err := s.health.run(req.Context(), s, endpoint, c); err != nil {
 			failed = true
-			s.health.logFailure(s, endpoint, c.Name, err)
 			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.Name)
 			continue
 		}
-		s.health.logRecovery(s, endpoint, c.Name)
 		fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
 	}
 	for name := range excluded {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/plinth/plinth/control/apiserver"
 	"github.com/plinth/plinth/control/registry"
 	"github.com/plinth/plinth/control/storage"
@@ -25,7 +27,7 @@ func (nobody) Authenticate(*http.Request) (apiserver.User, bool, error) {
 
 // healthServer serves the API over an embedded etcd the test may stop, to every
 // request without credentials.
-func healthServer(t *testing.T) (api *apiserver.Server, stopEtcd func(), url string) {
+func healthServer(t *testing.T) (api *apiserver.Server, stopEtcd func(), url string, metrics *prometheus.Registry) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -39,13 +41,15 @@ func healthServer(t *testing.T) (api *apiserver.Server, stopEtcd func(), url str
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err = apiserver.New(apiserver.Config{Store: storage.New(etcd.Client, "/registry"), Registry: reg, Authenticators: []apiserver.Authenticator{nobody{}}})
+	metrics = prometheus.NewRegistry()
+	api, err = apiserver.New(apiserver.Config{Store: storage.New(etcd.Client, "/registry"), Registry: reg,
+		Authenticators: []apiserver.Authenticator{nobody{}}, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(api)
 	t.Cleanup(hs.Close)
-	return api, func() { once.Do(etcd.Close) }, hs.URL
+	return api, func() { once.Do(etcd.Close) }, hs.URL, metrics
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -60,7 +64,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestHealthEndpoints(t *testing.T) {
-	api, stopEtcd, url := healthServer(t)
+	api, stopEtcd, url, metrics := healthServer(t)
 
 	// Healthy, and open to anyone without credentials, as load balancers probe.
 	for _, path := range []string{"/livez", "/readyz", "/healthz", "/readyz/etcd", "/livez/ping"} {
@@ -99,8 +103,11 @@ func TestHealthEndpoints(t *testing.T) {
 	if code, body := get(t, url+"/livez"); code != 200 || body != "ok" {
 		t.Errorf("GET /livez with etcd stopped = %d %q, want 200 ok", code, body)
 	}
-	if err := api.Live(context.Background()); err != nil {
-		t.Errorf("Live with etcd stopped: %v", err)
+	if v := gauge(t, metrics, "plinth_apiserver_healthcheck", "etcd", "readyz"); v != 0 {
+		t.Errorf("plinth_apiserver_healthcheck{name=etcd,type=readyz} = %v with etcd stopped, want 0", v)
+	}
+	if v := gauge(t, metrics, "plinth_apiserver_healthcheck", "ping", "livez"); v != 1 {
+		t.Errorf("plinth_apiserver_healthcheck{name=ping,type=livez} = %v, want 1", v)
 	}
 
 	// Shutting down: not ready, so load balancers drain the replica.
@@ -108,4 +115,29 @@ func TestHealthEndpoints(t *testing.T) {
 	if code, body := get(t, url+"/readyz?exclude=etcd"); code != 500 || !strings.Contains(body, "[-]shutdown failed") {
 		t.Errorf("GET /readyz while shutting down = %d %q, want 500 naming shutdown", code, body)
 	}
+}
+
+// gauge reads one series of a gauge vector labelled name and type.
+func gauge(t *testing.T, reg *prometheus.Registry, metric, name, typ string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["name"] == name && labels["type"] == typ {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("%s{name=%q,type=%q} not exported", metric, name, typ)
+	return 0
 }

@@ -129,7 +129,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, metrics: m, inflight: inflight, objects: objects}
-	s.health = newHealth(s)
+	if s.health, err = newHealth(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
