@@ -46,8 +46,8 @@ func (s *Server) authenticate(w http.ResponseWriter, req *http.Request) (*http.R
 		}
 	}
 	if isPublicInfo(req) {
-		// As kube-apiserver's system:public-info-viewer: load balancers and
-		// supervisors probe health without credentials.
+		// Load balancers and supervisors probe health without credentials, as
+		// kube-apiserver lets them.
 		u := User{Name: AnonymousUser, Groups: []string{UnauthenticatedGroup}}
 		return req.WithContext(context.WithValue(req.Context(), userKey{}, u)), true
 	}
@@ -63,12 +63,14 @@ const (
 )
 
 // isPublicInfo reports whether req reads what anyone may read without credentials:
-// the health endpoints and /version.
+// the health endpoints. Unlike kube-apiserver's system:public-info-viewer, /version
+// stays closed: a probe needs no version, and the version tells an attacker which
+// flaws to try.
 func isPublicInfo(req *http.Request) bool {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return false
 	}
-	return isHealthPath(req.URL.Path) || strings.TrimSuffix(req.URL.Path, "/") == "/version"
+	return isHealthPath(req.URL.Path)
 }
 
 func appendUnique(list []string, v string) []string {

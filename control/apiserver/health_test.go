@@ -82,10 +82,10 @@ func TestHealthEndpoints(t *testing.T) {
 		t.Errorf("GET /readyz/nosuch = %d, want 404", code)
 	}
 	if code, _ := get(t, url+"/api/v1/nodes"); code != 401 {
-		t.Errorf("GET /api/v1/nodes without credentials = %d, want 401: only health and version are public", code)
+		t.Errorf("GET /api/v1/nodes without credentials = %d, want 401: only health is public", code)
 	}
-	if code, _ := get(t, url+"/version"); code != 200 {
-		t.Errorf("GET /version without credentials = %d, want 200", code)
+	if code, _ := get(t, url+"/version"); code != 401 {
+		t.Errorf("GET /version without credentials = %d, want 401: only health is public", code)
 	}
 
 	// etcd gone: not ready, still alive (restarting would not bring etcd back).

@@ -210,6 +210,15 @@ func TestOneNodeCluster(t *testing.T) {
 				t.Fatalf("anonymous GET %s answered %s, want 401 Unauthorized", path, resp.Status)
 			}
 		}
+		// Except health, which load balancers probe without credentials.
+		resp, err := anon.Get(c.server + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("anonymous GET /readyz answered %s, want 200", resp.Status)
+		}
 	})
 
 	t.Run("a stale update is a conflict", func(t *testing.T) {
