@@ -84,6 +84,10 @@ type Config struct {
 	// EvictionMinimumReclaim maps signals to how far above the threshold eviction
 	// brings the signal before it stops.
 	EvictionMinimumReclaim map[string]string `json:"evictionMinimumReclaim"`
+	// EvictionMaxPodGracePeriod caps, in seconds, the grace period of a pod evicted
+	// for a soft threshold (kubelet's field); 0, the default, leaves the pod's own
+	// terminationGracePeriodSeconds, where kubelet would stop the pod at once.
+	EvictionMaxPodGracePeriod int32 `json:"evictionMaxPodGracePeriod"`
 	// EvictionPressureTransitionPeriod is how long a pressure condition stays True
 	// after the last crossing.
 	EvictionPressureTransitionPeriod metav1.Duration `json:"evictionPressureTransitionPeriod"`
@@ -249,6 +253,7 @@ func (c Config) PressureConfig() (pressure.Config, error) {
 		PressureTransitionPeriod: c.EvictionPressureTransitionPeriod.Duration,
 		EvaluationInterval:       c.EvictionEvaluationInterval.Duration,
 		PodGoneTimeout:           pressure.DefaultPodGoneTimeout,
+		MaxPodGracePeriod:        time.Duration(c.EvictionMaxPodGracePeriod) * time.Second,
 	}, nil
 }
 

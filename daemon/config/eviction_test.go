@@ -76,6 +76,8 @@ func TestValidateEvictionRefuses(t *testing.T) {
 		}, "evictionSoftGracePeriod[memory.available]", `"1m0s"`},
 		{"minimum reclaim negative", func(c *Config) { c.EvictionMinimumReclaim = map[string]string{"memory.available": "-1Mi"} },
 			"evictionMinimumReclaim[memory.available]", `"-1Mi"`},
+		{"negative max pod grace period", func(c *Config) { c.EvictionMaxPodGracePeriod = -5 },
+			"evictionMaxPodGracePeriod", "-5"},
 		{"negative transition period", func(c *Config) { c.EvictionPressureTransitionPeriod.Duration = -time.Minute },
 			"evictionPressureTransitionPeriod", `"-1m0s"`},
 		{"evaluation interval too short", func(c *Config) { c.EvictionEvaluationInterval.Duration = time.Millisecond },
@@ -117,12 +119,16 @@ func TestValidateEvictionAccepts(t *testing.T) {
 	c.EvictionMinimumReclaim = map[string]string{"nodefs.available": "0", "memory.available": "5%"}
 	c.EvictionPressureTransitionPeriod.Duration = 0
 	c.EvictionEvaluationInterval.Duration = 10 * time.Millisecond
+	c.EvictionMaxPodGracePeriod = 20
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate() = %v", err)
 	}
 	pc, err := c.PressureConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pc.MaxPodGracePeriod != 20*time.Second {
+		t.Errorf("MaxPodGracePeriod = %s, want 20s from evictionMaxPodGracePeriod: 20", pc.MaxPodGracePeriod)
 	}
 	for _, th := range pc.Thresholds {
 		if th.Signal == pressure.SignalImagefsAvailable || th.Signal == pressure.SignalPIDAvailable {

@@ -111,6 +111,10 @@ func (c Config) validateEviction() field.ErrorList {
 		durations(c.EvictionSoftGracePeriod))...)
 	errs = append(errs, pressure.ValidateMinimumReclaim(field.NewPath(pressure.FieldEvictionMinimumReclaim),
 		c.EvictionMinimumReclaim)...)
+	if c.EvictionMaxPodGracePeriod < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("evictionMaxPodGracePeriod"), c.EvictionMaxPodGracePeriod,
+			"must be 0 (the pod's own grace period) or a number of seconds"))
+	}
 	if d := c.EvictionPressureTransitionPeriod.Duration; d < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("evictionPressureTransitionPeriod"), d.String(),
 			`must be 0 or a positive duration such as "5m"`))

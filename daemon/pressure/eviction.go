@@ -41,20 +41,25 @@ type NodeReclaimer interface {
 
 // Grace periods of evicted pods. For a hard threshold kubelet ignores the pod's
 // terminationGracePeriodSeconds and stops it at once (its
-// immediateEvictionGracePeriodSeconds, 1 s). For a soft threshold kubelet uses
-// evictionMaxPodGracePeriod, which plinthd does not have: the pod gets its own grace
-// period.
+// immediateEvictionGracePeriodSeconds, 1 s). For a soft threshold the pod gets its own
+// grace period, capped by evictionMaxPodGracePeriod when that is set (Config.
+// MaxPodGracePeriod). kubelet's default of 0 there stops soft-evicted pods at once,
+// which makes a soft threshold as abrupt as a hard one; plinthd reads 0 as no cap.
 const (
 	HardEvictionGracePeriod = time.Second
 	PodGracePeriod          = time.Duration(-1)
 )
 
-// evictionGracePeriod is the grace period of a pod evicted for threshold t.
-func evictionGracePeriod(t Threshold) time.Duration {
-	if t.Soft() {
-		return PodGracePeriod
+// evictionGracePeriod is the grace period of pod evicted for threshold t, with
+// maxPodGrace the cap on soft evictions (0: none).
+func evictionGracePeriod(t Threshold, pod Pod, maxPodGrace time.Duration) time.Duration {
+	if !t.Soft() {
+		return HardEvictionGracePeriod
 	}
-	return HardEvictionGracePeriod
+	if maxPodGrace > 0 && pod.GracePeriod > maxPodGrace {
+		return maxPodGrace
+	}
+	return PodGracePeriod
 }
 
 // DefaultPodGoneTimeout is how long eviction waits for an evicted pod to go before it
@@ -74,6 +79,9 @@ type evictionWorker struct {
 	logger      *slog.Logger
 	metrics     *metrics
 	goneTimeout time.Duration
+	// maxPodGrace caps the grace period of a pod evicted for a soft threshold (0:
+	// none).
+	maxPodGrace time.Duration
 
 	// latest returns the newest evaluation; startedSeq the number of the newest
 	// evaluation that has begun observing; poke asks for a fresh evaluation.
@@ -160,7 +168,7 @@ func (w *evictionWorker) step(ctx context.Context, ev evaluation) {
 	}
 	victim := candidates[0]
 	msg := evictionMessage(r, victim)
-	if err := w.evictor.Evict(ctx, victim, msg, evictionGracePeriod(r.Threshold)); err != nil {
+	if err := w.evictor.Evict(ctx, victim, msg, evictionGracePeriod(r.Threshold, victim, w.maxPodGrace)); err != nil {
 		w.logger.Warn("evicting pod failed; trying again on the next evaluation", "pod", victim.String(), "err", err)
 		return
 	}

@@ -203,6 +203,48 @@ func TestEvictionWaitsForSoftGrace(t *testing.T) {
 	}
 }
 
+func TestSoftEvictionGraceCappedByMaxPodGracePeriod(t *testing.T) {
+	slow := memPod("slow", 0, gi, 0)
+	slow.GracePeriod = 10 * time.Minute
+	h := newWorkerHarness(t, ThresholdSpec{
+		Soft:            map[string]string{"memory.available": "1Gi"},
+		SoftGracePeriod: map[string]time.Duration{"memory.available": time.Second},
+	}, newFakePods(slow), nil)
+	h.w.maxPodGrace = 45 * time.Second
+	h.step(memoryObs(500 * mi))
+	h.clk.Step(time.Second)
+	h.step(memoryObs(500 * mi))
+	h.wantEvicted("after the grace period", "slow")
+	if g := h.pods.graces[0]; g != 45*time.Second {
+		t.Errorf("a pod with 10m of grace evicted under evictionMaxPodGracePeriod 45s gets %s, want 45s", g)
+	}
+}
+
+// evictionMaxPodGracePeriod caps a soft eviction's grace at the pod's own or the cap,
+// whichever is shorter; a hard eviction ignores both.
+func TestEvictionGracePeriodCap(t *testing.T) {
+	soft := Threshold{Signal: SignalMemoryAvailable, GracePeriod: time.Minute}
+	hard := Threshold{Signal: SignalMemoryAvailable}
+	long := Pod{Name: "long", GracePeriod: 300 * time.Second}
+	short := Pod{Name: "short", GracePeriod: 5 * time.Second}
+	for _, c := range []struct {
+		t    Threshold
+		pod  Pod
+		cap  time.Duration
+		want time.Duration
+	}{
+		{soft, long, 0, PodGracePeriod},
+		{soft, long, 30 * time.Second, 30 * time.Second},
+		{soft, short, 30 * time.Second, PodGracePeriod},
+		{hard, long, 30 * time.Second, HardEvictionGracePeriod},
+		{hard, short, 0, HardEvictionGracePeriod},
+	} {
+		if got := evictionGracePeriod(c.t, c.pod, c.cap); got != c.want {
+			t.Errorf("soft %v, pod grace %s, cap %s: grace %s, want %s", c.t.Soft(), c.pod.GracePeriod, c.cap, got, c.want)
+		}
+	}
+}
+
 func TestEvictionOrderAcrossSignals(t *testing.T) {
 	pods := newFakePods(
 		Pod{Namespace: "default", Name: "forker", Usage: Usage{Processes: 5000}},

@@ -38,6 +38,9 @@ type Config struct {
 	// PodGoneTimeout is how long eviction waits for an evicted pod to go before
 	// choosing the next.
 	PodGoneTimeout time.Duration
+	// MaxPodGracePeriod caps the grace period of a pod evicted for a soft threshold
+	// (kubelet's evictionMaxPodGracePeriod); 0 leaves the pod's own.
+	MaxPodGracePeriod time.Duration
 }
 
 // DefaultConfig returns the default thresholds and periods.
@@ -61,6 +64,9 @@ func (c Config) validate() error {
 	}
 	if c.EvaluationInterval <= 0 {
 		errs = append(errs, fmt.Errorf("pressure config: EvaluationInterval %s: want a positive duration", c.EvaluationInterval))
+	}
+	if c.MaxPodGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("pressure config: MaxPodGracePeriod %s: want 0 (no cap) or more", c.MaxPodGracePeriod))
 	}
 	if c.PodGoneTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("pressure config: PodGoneTimeout %s: want a positive duration", c.PodGoneTimeout))
@@ -166,6 +172,7 @@ func NewManager(cfg Config, deps Deps) (*Manager, error) {
 			logger:      deps.Logger.With("component", "eviction"),
 			metrics:     met,
 			goneTimeout: cfg.PodGoneTimeout,
+			maxPodGrace: cfg.MaxPodGracePeriod,
 			latest:      m.latestEvaluation,
 			startedSeq:  m.startedSeq.Load,
 			poke:        func() { m.requestEvaluation(TriggerEvictionStep) },

@@ -3,6 +3,7 @@ package pressure
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,10 @@ type Pod struct {
 	Requests Usage
 	// Usage is what the pod uses now, from its cgroup and volumes.
 	Usage Usage
+	// GracePeriod is the pod's own terminationGracePeriodSeconds (30 s when unset,
+	// as the API defaults it), which evictionMaxPodGracePeriod caps for soft
+	// evictions.
+	GracePeriod time.Duration
 }
 
 // Usage is an amount of each resource the policy ranks by.
@@ -59,15 +64,19 @@ func IsCritical(pod *corev1.Pod) bool {
 // PodFromAPI describes an API pod for the policy, with usage measured elsewhere.
 func PodFromAPI(pod *corev1.Pod, usage Usage) Pod {
 	p := Pod{
-		Namespace: pod.Namespace,
-		Name:      pod.Name,
-		UID:       pod.UID,
-		Critical:  IsCritical(pod),
-		Requests:  PodRequests(pod),
-		Usage:     usage,
+		Namespace:   pod.Namespace,
+		Name:        pod.Name,
+		UID:         pod.UID,
+		Critical:    IsCritical(pod),
+		Requests:    PodRequests(pod),
+		Usage:       usage,
+		GracePeriod: time.Duration(corev1.DefaultTerminationGracePeriodSeconds) * time.Second,
 	}
 	if pod.Spec.Priority != nil {
 		p.Priority = *pod.Spec.Priority
+	}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		p.GracePeriod = time.Duration(*g) * time.Second
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package pressure
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -174,5 +175,12 @@ func TestPodRequests(t *testing.T) {
 		Usage{MemoryBytes: 5})
 	if p.String() != "ns/n" || p.UID != "u" || p.Priority != 7 || p.Critical || p.Requests.MemoryBytes != mi || p.Usage.MemoryBytes != 5 {
 		t.Errorf("PodFromAPI = %+v", p)
+	}
+	if p.GracePeriod != 30*time.Second {
+		t.Errorf("PodFromAPI without terminationGracePeriodSeconds: grace %s, want the API's default 30s", p.GracePeriod)
+	}
+	seconds := int64(120)
+	if p := PodFromAPI(&corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &seconds}}, Usage{}); p.GracePeriod != 2*time.Minute {
+		t.Errorf("PodFromAPI with terminationGracePeriodSeconds 120: grace %s", p.GracePeriod)
 	}
 }
