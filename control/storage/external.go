@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,9 @@ import (
 // kube-apiserver's --etcd-servers, --etcd-cafile, --etcd-certfile and --etcd-keyfile do.
 type ExternalConfig struct {
 	// Endpoints are URLs: http:// or unix:// in the clear, https:// or unixs:// over
-	// TLS. One cluster is reached one way, so the two kinds do not mix.
+	// TLS. One cluster is reached one way, so the two kinds do not mix. Over unixs://
+	// the member's certificate must name the socket's file name: the etcd client
+	// verifies it against that.
 	Endpoints []string
 	// CAFile holds the PEM certificates that may sign the members' serving
 	// certificates; empty trusts the system's roots.
@@ -233,8 +236,13 @@ func probeTransport(ctx context.Context, endpoint string, tlsCfg *tls.Config) er
 	}
 	cfg := tlsCfg.Clone()
 	cfg.NextProtos = []string{"h2"} // etcd serves gRPC over HTTP/2
-	if cfg.ServerName == "" && network == "tcp" {
+	if cfg.ServerName == "" {
 		cfg.ServerName = u.Hostname()
+		if network == "unix" {
+			// The etcd client verifies a member on a unix socket against the
+			// socket's file name (gRPC's authority for it), so do the same.
+			cfg.ServerName = path.Base(addr)
+		}
 	}
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {

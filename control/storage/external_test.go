@@ -37,6 +37,28 @@ func TestConnectExternalOverTLSWithClientCertificate(t *testing.T) {
 	}
 }
 
+// Over a unix socket with TLS, the member's certificate names the socket's file name,
+// which the etcd client verifies; so does the start-up check.
+func TestConnectExternalOverUnixSocketWithTLS(t *testing.T) {
+	etcd := etcdtest.StartTLSUnix(t)
+	certFile, keyFile := etcdtest.ClientFiles(t, etcd.CA, "plinth-control")
+	ctx := context.Background()
+	ext, err := ConnectExternal(ctx, ExternalConfig{
+		Endpoints: []string{etcd.Endpoint}, CAFile: etcd.CA.CAFile(),
+		CertFile: certFile, KeyFile: keyFile, ReadyTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	if !ext.TLS || !strings.HasPrefix(ext.Endpoint, "unixs://") {
+		t.Errorf("connected as %+v; want TLS over %s", ext, etcd.Endpoint)
+	}
+	if _, err := New(ext.Client, "/registry").Create(ctx, "/leases/a", []byte("x")); err != nil {
+		t.Fatalf("write over unixs: %v", err)
+	}
+}
+
 // A client that cannot connect must say why at start, naming the endpoint, within its
 // ReadyTimeout: an untrusted server, a missing client certificate, nothing listening.
 func TestConnectExternalFailsWithTheReason(t *testing.T) {

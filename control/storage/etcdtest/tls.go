@@ -14,22 +14,37 @@ import (
 	"github.com/plinth/plinth/control/pki"
 )
 
-// TLSMember is a running etcd member serving clients at Endpoint (https://) with the
+// TLSMember is a running etcd member serving clients at Endpoint (https:// or unixs://) with the
 // serving certificate of CA, and accepting only client certificates CA signed.
 type TLSMember struct {
 	Endpoint string
 	CA       *pki.Authority
 }
 
-// StartTLS starts the member; the test's cleanup stops it.
+// StartTLS starts the member on loopback TCP; the test's cleanup stops it.
 func StartTLS(t testing.TB) *TLSMember {
 	t.Helper()
+	return start(t, func(string) url.URL { return url.URL{Scheme: "https", Host: FreeLoopbackAddr(t)} }, nil)
+}
+
+// StartTLSUnix starts the member on a unix socket (unixs://), its certificate naming
+// the socket's file name as the etcd client requires; the test's cleanup stops it.
+func StartTLSUnix(t testing.TB) *TLSMember {
+	t.Helper()
+	return start(t, func(dir string) url.URL { return url.URL{Scheme: "unixs", Path: filepath.Join(dir, unixSocketName)} },
+		[]string{unixSocketName})
+}
+
+const unixSocketName = "etcd-client.sock"
+
+func start(t testing.TB, clientURL func(dir string) url.URL, servingHosts []string) *TLSMember {
+	t.Helper()
 	dir := t.TempDir()
-	ca, err := pki.LoadOrCreate(filepath.Join(dir, "pki"), pki.Options{})
+	ca, err := pki.LoadOrCreate(filepath.Join(dir, "pki"), pki.Options{ServingHosts: servingHosts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := url.URL{Scheme: "https", Host: FreeLoopbackAddr(t)}
+	client := clientURL(dir)
 	peer := url.URL{Scheme: "unix", Path: filepath.Join(dir, "peer.sock")}
 	cfg := embed.NewConfig()
 	cfg.Name = "tls"
