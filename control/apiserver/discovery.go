@@ -20,7 +20,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // allVerbs are the verbs every resource supports.
-var allVerbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
 // serveDiscovery answers the legacy discovery documents. Clients that ask for aggregated
 // discovery get these too, marked application/json, and fall back to reading them.

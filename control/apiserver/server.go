@@ -243,6 +243,9 @@ func (s *Server) dispatch(w http.ResponseWriter, req *http.Request, r *Resource,
 	case req.Method == http.MethodDelete && info.name != "":
 		s.delete(w, req, r, info)
 		return "delete"
+	case req.Method == http.MethodDelete:
+		s.deleteCollection(w, req, r, info)
+		return "deletecollection"
 	}
 	writeError(w, apierrors.NewMethodNotSupported(schemaGroupResource(r.GroupVersion.Group, r.Plural), strings.ToLower(req.Method)))
 	return "unknown"

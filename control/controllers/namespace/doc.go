@@ -5,7 +5,8 @@
 // while spec.finalizers holds "kubernetes" (control/registry's Namespaces). The
 // controller then deletes every object of every namespaced resource that discovery
 // reports as listable and deletable, with propagationPolicy Background, one object at
-// a time (the API serves no deletecollection). Objects that take time to go (finalizers,
+// a time with a UID precondition (not deletecollection, which would hit an object
+// created meanwhile under the same name). Objects that take time to go (finalizers,
 // graceful pods) are waited for by looking again every Options.RecheckPeriod. Once
 // the namespace is empty and discovery answered for every group, "kubernetes" is
 // removed from spec.finalizers (and from metadata.finalizers, should a registry keep
