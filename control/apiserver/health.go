@@ -64,10 +64,11 @@ func newHealth(s *Server) (*health, error) {
 		}
 	}
 	ping := HealthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
-	etcd := HealthCheck{Name: "etcd", Check: func(ctx context.Context) error {
+	etcdRead := &sharedCheck{maxAge: etcdCheckMaxAge, now: s.cfg.Clock.Now, check: func(ctx context.Context) error {
 		_, err := s.cfg.Store.CurrentRevision(ctx)
 		return err
 	}}
+	etcd := HealthCheck{Name: "etcd", Check: etcdRead.run}
 	shutdown := HealthCheck{Name: "shutdown", Check: func(context.Context) error {
 		if h.shuttingDown.Load() {
 			return errors.New("the control service is shutting down")
@@ -204,4 +205,57 @@ func (h *health) logRecovery(s *Server, endpoint, check string) {
 	if was {
 		s.cfg.Logger.Info("health check passes again", "endpoint", endpoint, "check", check)
 	}
+}
+
+// etcdCheckMaxAge is how long one etcd check answers every probe: load balancers
+// probing each replica every second, several of them, would otherwise each cost a
+// quorum read.
+const etcdCheckMaxAge = time.Second
+
+// sharedCheck runs check once for all concurrent callers and reuses its result for
+// maxAge.
+type sharedCheck struct {
+	check  func(ctx context.Context) error
+	maxAge time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	at      time.Time     // when the last result was taken; zero before the first
+	err     error         // the last result
+	running chan struct{} // closed when the run in flight ends; nil when none is
+}
+
+func (c *sharedCheck) run(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.at.IsZero() && c.now().Sub(c.at) < c.maxAge {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	if running := c.running; running != nil {
+		c.mu.Unlock()
+		select {
+		case <-running:
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	running := make(chan struct{})
+	c.running = running
+	c.mu.Unlock()
+
+	// Not the caller's context alone: a prober that hangs up must not fail the
+	// others waiting on this run. The timeout still bounds it.
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthCheckTimeout)
+	err := c.check(runCtx)
+	cancel()
+
+	c.mu.Lock()
+	c.at, c.err, c.running = c.now(), err, nil
+	c.mu.Unlock()
+	close(running)
+	return err
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/plinth/plinth/control/apiserver"
 	"github.com/plinth/plinth/control/registry"
@@ -27,7 +29,7 @@ func (nobody) Authenticate(*http.Request) (apiserver.User, bool, error) {
 
 // healthServer serves the API over an embedded etcd the test may stop, to every
 // request without credentials.
-func healthServer(t *testing.T) (api *apiserver.Server, stopEtcd func(), url string, metrics *prometheus.Registry) {
+func healthServer(t *testing.T, clk clock.PassiveClock) (api *apiserver.Server, stopEtcd func(), url string, metrics *prometheus.Registry) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -43,7 +45,7 @@ func healthServer(t *testing.T) (api *apiserver.Server, stopEtcd func(), url str
 	}
 	metrics = prometheus.NewRegistry()
 	api, err = apiserver.New(apiserver.Config{Store: storage.New(etcd.Client, "/registry"), Registry: reg,
-		Authenticators: []apiserver.Authenticator{nobody{}}, Metrics: metrics})
+		Authenticators: []apiserver.Authenticator{nobody{}}, Metrics: metrics, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,8 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestHealthEndpoints(t *testing.T) {
-	api, stopEtcd, url, metrics := healthServer(t)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	api, stopEtcd, url, metrics := healthServer(t, clk)
 
 	// Healthy, and open to anyone without credentials, as load balancers probe.
 	for _, path := range []string{"/livez", "/readyz", "/healthz", "/readyz/etcd", "/livez/ping"} {
@@ -90,6 +93,10 @@ func TestHealthEndpoints(t *testing.T) {
 
 	// etcd gone: not ready, still alive (restarting would not bring etcd back).
 	stopEtcd()
+	if code, _ := get(t, url+"/readyz"); code != 200 {
+		t.Errorf("GET /readyz within a second of a passing etcd check = %d, want the shared result, 200", code)
+	}
+	clk.SetTime(clk.Now().Add(time.Second))
 	code, body := get(t, url+"/readyz")
 	if code != 500 || !strings.Contains(body, "[-]etcd failed: reason withheld\n") || !strings.HasSuffix(body, "readyz check failed\n") {
 		t.Errorf("GET /readyz with etcd stopped = %d %q, want 500 naming etcd", code, body)
