@@ -79,14 +79,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, r *R
 		s.writeProtobufList(w, r, lm, deleted)
 		return
 	}
-	data, err := encodeJSONList(r, lm, deleted)
-	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	writeJSONList(w, r, lm, deleted)
 }
 
 // asSingleDelete returns ctx with the request's attributes turned into those of a

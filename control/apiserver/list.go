@@ -184,7 +184,12 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, r *Resource, inf
 		}
 		return
 	}
-	data, err := encodeJSONList(r, lm, page.objects)
+	writeJSONList(w, r, lm, page.objects)
+}
+
+// writeJSONList answers 200 with r's XxxList of objects in JSON.
+func writeJSONList(w http.ResponseWriter, r *Resource, lm metav1.ListMeta, objects []runtime.Object) {
+	data, err := encodeJSONList(r, lm, objects)
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
 		return

@@ -13,18 +13,25 @@ import (
 	"github.com/plinth/plinth/control/storage/etcdtest"
 )
 
-func TestConnectExternalOverTLSWithClientCertificate(t *testing.T) {
-	etcd := etcdtest.StartTLS(t)
-	certFile, keyFile := etcdtest.ClientFiles(t, etcd.CA, "plinth-control")
-	ctx := context.Background()
-	ext, err := ConnectExternal(ctx, ExternalConfig{
-		Endpoints: []string{etcd.Endpoint}, CAFile: etcd.CA.CAFile(),
+// connectWithClientCertificate connects to member with a client certificate from its CA.
+func connectWithClientCertificate(t *testing.T, member *etcdtest.TLSMember) *External {
+	t.Helper()
+	certFile, keyFile := etcdtest.ClientFiles(t, member.CA, "plinth-control")
+	ext, err := ConnectExternal(context.Background(), ExternalConfig{
+		Endpoints: []string{member.Endpoint}, CAFile: member.CA.CAFile(),
 		CertFile: certFile, KeyFile: keyFile, ReadyTimeout: 30 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ext.Close()
+	t.Cleanup(ext.Close)
+	return ext
+}
+
+func TestConnectExternalOverTLSWithClientCertificate(t *testing.T) {
+	etcd := etcdtest.StartTLS(t)
+	ctx := context.Background()
+	ext := connectWithClientCertificate(t, etcd)
 	if !ext.TLS || ext.Endpoint != etcd.Endpoint || ext.Version == "" {
 		t.Errorf("connected as %+v; want TLS to %s with the member's version", ext, etcd.Endpoint)
 	}
@@ -41,16 +48,8 @@ func TestConnectExternalOverTLSWithClientCertificate(t *testing.T) {
 // which the etcd client verifies; so does the start-up check.
 func TestConnectExternalOverUnixSocketWithTLS(t *testing.T) {
 	etcd := etcdtest.StartTLSUnix(t)
-	certFile, keyFile := etcdtest.ClientFiles(t, etcd.CA, "plinth-control")
 	ctx := context.Background()
-	ext, err := ConnectExternal(ctx, ExternalConfig{
-		Endpoints: []string{etcd.Endpoint}, CAFile: etcd.CA.CAFile(),
-		CertFile: certFile, KeyFile: keyFile, ReadyTimeout: 30 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ext.Close()
+	ext := connectWithClientCertificate(t, etcd)
 	if !ext.TLS || !strings.HasPrefix(ext.Endpoint, "unixs://") {
 		t.Errorf("connected as %+v; want TLS over %s", ext, etcd.Endpoint)
 	}
