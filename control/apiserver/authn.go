@@ -48,18 +48,18 @@ func (s *Server) authenticate(w http.ResponseWriter, req *http.Request) (*http.R
 	if isPublicInfo(req) {
 		// Load balancers and supervisors probe health without credentials, as
 		// kube-apiserver lets them.
-		u := User{Name: AnonymousUser, Groups: []string{UnauthenticatedGroup}}
+		u := User{Name: anonymousUser, Groups: []string{unauthenticatedGroup}}
 		return req.WithContext(context.WithValue(req.Context(), userKey{}, u)), true
 	}
 	writeError(w, apierrors.NewUnauthorized("no credentials: present a client certificate signed by the cluster CA or a bootstrap token"))
 	return nil, false
 }
 
-// AnonymousUser and UnauthenticatedGroup name a request without credentials, which
+// anonymousUser and unauthenticatedGroup name a request without credentials, which
 // only the public information paths accept.
 const (
-	AnonymousUser        = "system:anonymous"
-	UnauthenticatedGroup = "system:unauthenticated"
+	anonymousUser        = "system:anonymous"
+	unauthenticatedGroup = "system:unauthenticated"
 )
 
 // isPublicInfo reports whether req reads what anyone may read without credentials:

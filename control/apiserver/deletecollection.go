@@ -24,11 +24,8 @@ import (
 // its error, leaving the objects before it deleted, as kube-apiserver does. The
 // response is the list of what the deletions returned: the objects removed, in their
 // last state, and those marked for deletion.
+// A subresource never gets here: checkScope refuses one without an object name.
 func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, r *Resource, info requestInfo) {
-	if info.subresource != "" {
-		writeError(w, apierrors.NewMethodNotSupported(s.groupResource(r), "deletecollection"))
-		return
-	}
 	format, err := responseFormatFor(req, r, shapeList)
 	if err != nil {
 		writeError(w, err)

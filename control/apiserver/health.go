@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// HealthCheck is one named check behind /livez, /readyz or /healthz, run on each
+// healthCheck is one named check behind /livez, /readyz or /healthz, run on each
 // request to them (each is also served alone at /readyz/NAME and the like).
-type HealthCheck struct {
+type healthCheck struct {
 	Name  string
 	Check func(ctx context.Context) error
 }
@@ -32,8 +33,9 @@ const healthCheckTimeout = 2 * time.Second
 //     shutting down), so load balancers drain a replica that is stopping or cut off;
 //   - /healthz: the legacy endpoint, ping and etcd.
 type health struct {
-	livez, readyz, healthz []HealthCheck
+	livez, readyz, healthz []healthCheck
 	shuttingDown           atomic.Bool
+	logger                 *slog.Logger
 
 	mu     sync.Mutex
 	failed map[string]string // "endpoint/check" → last failure logged
@@ -44,8 +46,9 @@ type health struct {
 	runs   *prometheus.CounterVec
 }
 
-func newHealth(s *Server) (*health, error) {
+func newHealth(cfg Config) (*health, error) {
 	h := &health{
+		logger: cfg.Logger,
 		failed: map[string]string{},
 		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "plinth_apiserver_healthcheck",
@@ -56,43 +59,43 @@ func newHealth(s *Server) (*health, error) {
 			Help: "Health check runs by name, type (livez, readyz, healthz) and status (success, error).",
 		}, []string{"name", "type", "status"}),
 	}
-	if s.cfg.Metrics != nil {
+	if cfg.Metrics != nil {
 		for _, c := range []prometheus.Collector{h.status, h.runs} {
-			if err := s.cfg.Metrics.Register(c); err != nil {
+			if err := cfg.Metrics.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
-	ping := HealthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
-	etcdRead := &sharedCheck{maxAge: etcdCheckMaxAge, now: s.cfg.Clock.Now, check: func(ctx context.Context) error {
-		_, err := s.cfg.Store.CurrentRevision(ctx)
+	ping := healthCheck{Name: "ping", Check: func(context.Context) error { return nil }}
+	etcdRead := &sharedCheck{maxAge: etcdCheckMaxAge, now: cfg.Clock.Now, check: func(ctx context.Context) error {
+		_, err := cfg.Store.CurrentRevision(ctx)
 		return err
 	}}
-	etcd := HealthCheck{Name: "etcd", Check: etcdRead.run}
-	shutdown := HealthCheck{Name: "shutdown", Check: func(context.Context) error {
+	etcd := healthCheck{Name: "etcd", Check: etcdRead.run}
+	shutdown := healthCheck{Name: "shutdown", Check: func(context.Context) error {
 		if h.shuttingDown.Load() {
 			return errors.New("the control service is shutting down")
 		}
 		return nil
 	}}
-	h.livez = []HealthCheck{ping}
-	h.readyz = []HealthCheck{ping, etcd, shutdown}
-	h.healthz = []HealthCheck{ping, etcd}
+	h.livez = []healthCheck{ping}
+	h.readyz = []healthCheck{ping, etcd, shutdown}
+	h.healthz = []healthCheck{ping, etcd}
 	return h, nil
 }
 
 // run runs one check of an endpoint, counts it and logs a change of its result.
-func (h *health) run(ctx context.Context, s *Server, endpoint string, c HealthCheck) error {
+func (h *health) run(ctx context.Context, endpoint string, c healthCheck) error {
 	err := runCheck(ctx, c)
 	if err != nil {
 		h.status.WithLabelValues(c.Name, endpoint).Set(0)
 		h.runs.WithLabelValues(c.Name, endpoint, "error").Inc()
-		h.logFailure(s, endpoint, c.Name, err)
+		h.logFailure(endpoint, c.Name, err)
 		return err
 	}
 	h.status.WithLabelValues(c.Name, endpoint).Set(1)
 	h.runs.WithLabelValues(c.Name, endpoint, "success").Inc()
-	h.logRecovery(s, endpoint, c.Name)
+	h.logRecovery(endpoint, c.Name)
 	return nil
 }
 
@@ -106,7 +109,7 @@ func isHealthPath(path string) bool {
 	return endpoint == "livez" || endpoint == "readyz" || endpoint == "healthz"
 }
 
-func runCheck(ctx context.Context, c HealthCheck) error {
+func runCheck(ctx context.Context, c healthCheck) error {
 	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
 	defer cancel()
 	return c.Check(ctx)
@@ -119,7 +122,7 @@ func runCheck(ctx context.Context, c HealthCheck) error {
 // a check.
 func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) (verb, resource string) {
 	endpoint, single, _ := strings.Cut(strings.Trim(req.URL.Path, "/"), "/")
-	var checks []HealthCheck
+	var checks []healthCheck
 	switch endpoint {
 	case "livez":
 		checks = s.health.livez
@@ -133,7 +136,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) (verb, re
 	if single != "" {
 		for _, c := range checks {
 			if c.Name == single {
-				if err := s.health.run(req.Context(), s, endpoint, c); err != nil {
+				if err := s.health.run(req.Context(), endpoint, c); err != nil {
 					w.WriteHeader(http.StatusInternalServerError)
 					fmt.Fprintf(w, "internal server error: %s check failed: reason withheld\n", c.Name)
 					return "get", endpoint
@@ -160,7 +163,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) (verb, re
 			delete(excluded, c.Name)
 			continue
 		}
-		if err := s.health.run(req.Context(), s, endpoint, c); err != nil {
+		if err := s.health.run(req.Context(), endpoint, c); err != nil {
 			failed = true
 			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", c.Name)
 			continue
@@ -185,25 +188,25 @@ func (s *Server) serveHealth(w http.ResponseWriter, req *http.Request) (verb, re
 
 // logFailure logs a failing check with its reason once per change of reason, so a
 // load balancer probing every second does not flood the log.
-func (h *health) logFailure(s *Server, endpoint, check string, err error) {
+func (h *health) logFailure(endpoint, check string, err error) {
 	key := endpoint + "/" + check
 	h.mu.Lock()
 	changed := h.failed[key] != err.Error()
 	h.failed[key] = err.Error()
 	h.mu.Unlock()
 	if changed {
-		s.cfg.Logger.Warn("health check failed", "endpoint", endpoint, "check", check, "err", err)
+		h.logger.Warn("health check failed", "endpoint", endpoint, "check", check, "err", err)
 	}
 }
 
-func (h *health) logRecovery(s *Server, endpoint, check string) {
+func (h *health) logRecovery(endpoint, check string) {
 	key := endpoint + "/" + check
 	h.mu.Lock()
 	_, was := h.failed[key]
 	delete(h.failed, key)
 	h.mu.Unlock()
 	if was {
-		s.cfg.Logger.Info("health check passes again", "endpoint", endpoint, "check", check)
+		h.logger.Info("health check passes again", "endpoint", endpoint, "check", check)
 	}
 }
 

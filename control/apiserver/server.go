@@ -128,11 +128,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, metrics: m, inflight: inflight, objects: objects}
-	if s.health, err = newHealth(s); err != nil {
+	health, err := newHealth(cfg)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &Server{cfg: cfg, metrics: m, inflight: inflight, objects: objects, health: health}, nil
 }
 
 // ServeHTTP routes a request to discovery or to a resource.

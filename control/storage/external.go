@@ -171,6 +171,12 @@ func ConnectExternal(ctx context.Context, cfg ExternalConfig) (*External, error)
 		return nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
 	ext := &External{Client: c, TLS: clientCfg.TLS != nil, closing: closing}
+	answered := false
+	defer func() {
+		if !answered {
+			ext.Close()
+		}
+	}()
 	attemptTimeout := statusAttemptTimeout
 	if cfg.ReadyTimeout > 0 {
 		attemptTimeout = min(attemptTimeout, cfg.ReadyTimeout)
@@ -184,6 +190,7 @@ func ConnectExternal(ctx context.Context, cfg ExternalConfig) (*External, error)
 			cancel()
 			if err == nil {
 				ext.Endpoint, ext.Version = ep, st.Version
+				answered = true
 				return ext, nil
 			}
 			// The client retries until the deadline and then reports only that; a
@@ -195,17 +202,14 @@ func ConnectExternal(ctx context.Context, cfg ExternalConfig) (*External, error)
 		}
 		reason := strings.Join(reasons, "; ")
 		if ctx.Err() != nil {
-			ext.Close()
 			return nil, ctx.Err()
 		}
 		if !time.Now().Before(deadline) {
-			ext.Close()
 			return nil, fmt.Errorf("etcd: no member answered within %s: %s", cfg.ReadyTimeout, reason)
 		}
 		logger.Warn("etcd: no member answered yet", "attempt", attempt, "reason", reason)
 		select {
 		case <-ctx.Done():
-			ext.Close()
 			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
